@@ -4,11 +4,15 @@ Timeouts (a 408 or 409 among them: ``judge.backends.http``), connection errors, 
 429 are retried with exponential backoff and jitter; a 429's or 503's ``Retry-After`` is
 honoured (it sets the least wait; a wait that is not finite is none, and one past a day
 a day: ``judge.backends.http``). A refused feature (``json_schema``, ``logprobs``) is
-retried at once without it. Requests the server refused (400, 401, 403, 404) are not
-retried. Attempts and total time are both bounded; the time bound does not stop a retry
-that is owed (a refused feature's, a cut reply's). Any other exception a backend lets
-through is recorded and retried as an unavailable judge naming its type, never raised
-as itself.
+retried at once without it; each attempt is told the error of the one before it of the
+same request (``judge.backends.http.previous_error``), so that a backend asks that
+request, and no other call's, without the refused feature (an empty stream: without
+streaming). A call whose every attempt was refused so is a judge that did not answer: it
+ends as :class:`~judge.errors.JudgeUnavailable`, tried again later, never as a refused
+feature. Requests the server refused (400, 401, 403, 404) are not retried. Attempts and
+total time are both bounded; the time bound does not stop a retry that is owed (a
+refused feature's, a cut reply's). Any other exception a backend lets through is
+recorded and retried as an unavailable judge naming its type, never raised as itself.
 
 A reply that stopped at the ``max_tokens`` budget (``finish_reason`` or ``done_reason``
 ``length``) is cut: it is never parsed; so is one that ran so far past the budget that
@@ -39,7 +43,7 @@ from tenacity import (
 from tenacity.stop import stop_base
 
 from judge.backends.base import JudgeBackend
-from judge.backends.http import bounded_wait
+from judge.backends.http import bounded_wait, retrying_after
 from judge.calls import Attempt, Completion, JudgeRequest
 from judge.errors import FeatureRefused, JudgeCallError, JudgeUnavailable, ReplyTruncated
 
@@ -133,8 +137,8 @@ def _longest_wait(policy: RetryPolicy) -> float:
     return policy.max_wait * 3
 
 
-#: refused features a call may learn of (``json_schema``, ``logprobs``, and the empty
-#: stream that hides which: asked again once unstreamed): each is noted for the endpoint
+#: refused features a call may learn of (``json_schema`` and ``logprobs``, noted for the
+#: endpoint, and the empty stream that hides which: that request asked again unstreamed)
 MAX_FEATURE_REFUSALS = 3
 
 
@@ -178,7 +182,8 @@ async def complete_with_retries(
     no more than the request's budget.
 
     Returns the completion and every attempt. On failure the last ``JudgeCallError``
-    is raised with ``attempts`` filled in.
+    is raised with ``attempts`` filled in: the last real failure where refused features
+    came after it, and JudgeUnavailable where every attempt was refused a feature.
     """
     policy = policy or RetryPolicy()
     attempts: list[Attempt] = []
@@ -193,22 +198,43 @@ async def complete_with_retries(
         async for attempt in retrying:
             with attempt:
                 try:
-                    completion = await _one_attempt(
-                        backend, reply_budget(request, attempts, room=room), attempts
-                    )
+                    with retrying_after(errors[-1] if errors else None):
+                        completion = await _one_attempt(
+                            backend, reply_budget(request, attempts, room=room), attempts
+                        )
                 except JudgeCallError as exc:
                     errors.append(exc)
                     raise
     except JudgeCallError as exc:
-        # refusals used up between real failures (a 200 with an empty stream, then a 503
-        # asked plainly: an overloaded judge): the judge is away, no feature was refused
-        failed = [e for e in errors if not isinstance(e, FeatureRefused | ReplyTruncated)]
-        final = failed[-1] if isinstance(exc, FeatureRefused) and failed else exc
+        final = _final_error(exc, errors, attempts)
         final.attempts = list(attempts)
         if final is not exc:
             raise final from exc
         raise
     return completion, attempts
+
+
+def _final_error(
+    exc: JudgeCallError, errors: list[JudgeCallError], attempts: list[Attempt]
+) -> JudgeCallError:
+    """The error a loop that gave up on ``exc`` ends with.
+
+    Refusals used up between real failures (a 200 with an empty stream, then a 503 asked
+    plainly: an overloaded judge): the judge is away, no feature was refused, and the
+    last real failure says so. Refusals and nothing else (streams that kept coming back
+    empty, each retry refused another feature): the judge answered none of the requests,
+    an unavailable judge, tried again later.
+    """
+    if not isinstance(exc, FeatureRefused):
+        return exc
+    failed = [e for e in errors if not isinstance(e, FeatureRefused | ReplyTruncated)]
+    if failed:
+        return failed[-1]
+    return JudgeUnavailable(
+        f"the judge answered none of {len(attempts)} attempts, each refused a feature "
+        f"(the last: {exc})",
+        status_code=exc.status_code,
+    )
 
 
 def _truncated(request: JudgeRequest, completion: Completion) -> ReplyTruncated | None:

@@ -116,6 +116,3 @@ class EndpointQuirks:
     formats: dict[str, str] = field(default_factory=dict)
     #: endpoints that rejected ``logprobs``
     no_logprobs: set[str] = field(default_factory=set)
-    #: endpoints whose next call goes without streaming, once: their last stream came
-    #: back empty (an error after the headers), and only a plain answer says which
-    unstreamed_once: set[str] = field(default_factory=set)

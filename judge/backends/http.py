@@ -1,11 +1,16 @@
-"""What the HTTP-based backends share: one reading of an error status, Retry-After, and
-the process's TLS context.
+"""What the HTTP-based backends share: one reading of an error status, Retry-After, the
+process's TLS context, and what the retry loop tells an attempt of the one before it.
 
 Ollama and OpenAI-compatible servers fail alike at the HTTP level, so one function,
 :func:`status_error`, turns an error status and the server's message into the
 ``judge.errors`` class the retry policy and the service act on. Each backend maps its
 own client's exceptions (``ollama.ResponseError``, ``openai.APIStatusError``, their
 transport errors) and hands the status here.
+
+The retry loop (``judge.retry``) runs each attempt within :func:`retrying_after` the
+error of the attempt before it; a backend reads it with :func:`previous_error` to ask
+that request, and no other, differently (an OpenAI-compatible server's empty stream:
+asked again without streaming).
 """
 
 from __future__ import annotations
@@ -14,6 +19,9 @@ import functools
 import math
 import re
 import ssl
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 
@@ -35,6 +43,8 @@ __all__ = [
     "bounded_wait",
     "is_context_overflow",
     "parse_retry_after",
+    "previous_error",
+    "retrying_after",
     "status_error",
     "tls_context",
 ]
@@ -153,3 +163,31 @@ def tls_context() -> ssl.SSLContext:
     15 ms of CPU): for every judge backend, every Batch API client, every checkpoint sent.
     """
     return httpx.create_ssl_context()
+
+
+#: the error of the previous attempt of the request under way (None: its first attempt,
+#: or no retry loop): one value per attempt, set around it by the loop that makes it
+_PREVIOUS_ERROR: ContextVar[JudgeCallError | None] = ContextVar("previous_error", default=None)
+
+
+def previous_error() -> JudgeCallError | None:
+    """The error the previous attempt of the request under way failed with; None for a
+    first attempt, or a call made outside a retry loop.
+
+    What a backend reads to ask this request differently after a refusal of its own
+    making (an empty stream: asked once without streaming): it belongs to the request,
+    not to the endpoint that other calls, made meanwhile, share.
+    """
+    return _PREVIOUS_ERROR.get()
+
+
+@contextmanager
+def retrying_after(error: JudgeCallError | None) -> Iterator[None]:
+    """Make the attempts in this block the next one of a request whose previous attempt
+    failed with ``error`` (None: a first attempt), as :func:`previous_error` tells them;
+    a call with its own retry loop, made meanwhile, sees its own."""
+    token = _PREVIOUS_ERROR.set(error)
+    try:
+        yield
+    finally:
+        _PREVIOUS_ERROR.reset(token)

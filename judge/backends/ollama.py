@@ -7,12 +7,13 @@ reloads its model whenever a request's ``num_ctx`` differs from the loaded one, 
 the cached prompt prefix, so a window the backend sizes itself is kept from call to
 call while the prompts fit it (:meth:`OllamaBackend.window`).
 
-Replies are streamed and read within :class:`StreamLimits` (first token, idle,
-overall). The client's errors are translated to ``judge.errors`` in one place,
-:func:`map_ollama_errors`. Note how the client surfaces failures: an HTTP error
-status becomes ``ollama.ResponseError`` (raised ``from None``, the original
-``httpx.HTTPStatusError`` survives as ``__context__``), a refused connection becomes
-the builtin ``ConnectionError``, and timeouts escape as raw ``httpx`` exceptions.
+Replies are streamed and read within :class:`StreamLimits` (first token, idle, overall);
+the model's digest, looked up once after a reply (``/api/tags``), within what is left of
+the overall cap. The client's errors are translated to ``judge.errors`` in one place,
+:func:`map_ollama_errors`. Note how the client surfaces failures: an HTTP error status
+becomes ``ollama.ResponseError`` (raised ``from None``, the original
+``httpx.HTTPStatusError`` survives as ``__context__``), a refused connection becomes the
+builtin ``ConnectionError``, and timeouts escape as raw ``httpx`` exceptions.
 """
 
 from __future__ import annotations
@@ -34,13 +35,23 @@ from judge.calls import Completion, JudgeRequest
 from judge.context import CHARS_PER_TOKEN, counted_chars
 from judge.errors import JudgeCallError, JudgeTimeout, JudgeUnavailable
 
-__all__ = ["REPAIR_ROOM", "OllamaBackend", "estimate_num_ctx", "map_ollama_errors", "needed_tokens"]
+__all__ = [
+    "DIGEST_RETRY_SECONDS",
+    "REPAIR_ROOM",
+    "OllamaBackend",
+    "estimate_num_ctx",
+    "map_ollama_errors",
+    "needed_tokens",
+]
 
 
 #: tokens a window sized for a request keeps beyond the request's own needs: what a
 #: repair call adds (the rejected reply, up to ``max_tokens``, and this many for what was
 #: wrong with it) and what one grading's questions differ by in length
 REPAIR_ROOM = 512
+#: seconds the model's digest is not looked up again after a look-up that failed or was
+#: not done in time: the calls meanwhile go without it rather than each wait for it
+DIGEST_RETRY_SECONDS = 60.0
 
 
 def needed_tokens(request: JudgeRequest) -> int:
@@ -166,6 +177,9 @@ class OllamaBackend:
         self._digest: str | None = None
         self._digest_known = False
         self._digest_lock = asyncio.Lock()
+        #: the event loop's time before which the digest is not looked up again (a
+        #: look-up failed or ran out of time)
+        self._digest_retry_at = -math.inf
         #: the window last sent where the request gave none (``window``)
         self._num_ctx: int | None = None
 
@@ -206,7 +220,10 @@ class OllamaBackend:
         its size allows (``SizeLimit``: past it, ReplyTruncated); a stream that ends
         before its ``done`` part raises, and its text is not used. The ``done_reason``
         is kept (``length``: cut at ``num_predict``, never parsed: ``judge.retry``).
+        The model's digest (the completion's fingerprint) is looked up within what is
+        left of the overall cap, and is None when it cannot be.
         """
+        started = asyncio.get_running_loop().time()
         messages = [{"role": m.role, "content": m.content} for m in request.messages]
         text: list[str] = []
         last: Any = None
@@ -219,31 +236,50 @@ class OllamaBackend:
                 options=self._options(request),
                 stream=True,
             )
-            reading = paced(parts, self.limits, begun=_has_text, server="ollama", size=size)
+            reading = paced(
+                parts, self.limits, begun=_has_text, server="ollama", started=started, size=size
+            )
             async for part in reading:
                 text.append(part.message.content or "")
                 last = part
         if last is None or not last.done:
             raise cut_short("ollama")
+        total = self.limits.total
+        left = None if total is None else total - (asyncio.get_running_loop().time() - started)
         return Completion(
             text="".join(text),
             model=last.model or self.model,
-            fingerprint=await self.digest(),
+            fingerprint=await self.digest(within=left),
             prompt_tokens=last.prompt_eval_count,
             completion_tokens=last.eval_count,
             response_format="json_schema",
             finish_reason=getattr(last, "done_reason", None),
         )
 
-    async def digest(self) -> str | None:
+    async def digest(self, *, within: float | None = None) -> str | None:
         """The model's digest as last asked of the server (asked once if never yet);
-        ``None`` if unknown. A failure here never fails a call: it is tried again on the
-        next one."""
-        if self._digest_known:
+        ``None`` if unknown.
+
+        ``within``: the seconds it may take, waiting for another call's look-up included
+        (what is left of an attempt's overall cap; None: as long as the transport
+        waits). A look-up that fails or is not done in time never fails a call: the
+        digest is None for it, and is not looked up again for ``DIGEST_RETRY_SECONDS``.
+        """
+        loop = asyncio.get_running_loop()
+        if self._digest_known or loop.time() < self._digest_retry_at:
             return self._digest
-        async with self._digest_lock:
-            if not self._digest_known:
-                await self.model_digest()
+        if within is not None and within <= 0:
+            return None
+        try:
+            async with asyncio.timeout(within), self._digest_lock:
+                if not self._digest_known and loop.time() >= self._digest_retry_at:
+                    try:
+                        await self.model_digest()
+                    finally:  # failed, or cut off by ``within``
+                        if not self._digest_known:
+                            self._digest_retry_at = loop.time() + DIGEST_RETRY_SECONDS
+        except TimeoutError:
+            return None
         return self._digest
 
     async def model_digest(self) -> str | None:

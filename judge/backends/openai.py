@@ -17,6 +17,9 @@ take them, like the format fallback.
 Replies are streamed (``stream: true``, usage asked for with
 ``stream_options.include_usage``) and read within :class:`StreamLimits`: a first-token
 limit, an idle limit between chunks and an overall cap (``judge.backends.openai_stream``).
+A stream that comes back empty (the server failed after its headers) is
+:class:`StreamRefused`, and the next attempt of that request asks without streaming,
+so that the server's error comes back as a status that says what it is.
 
 The client retries nothing (``max_retries=0``): retries are ``judge.retry``'s, so that
 every attempt is recorded. Its errors are translated to ``judge.errors`` in one place,
@@ -37,7 +40,7 @@ from openai import AsyncStream
 from openai.types.chat import ChatCompletion, ChatCompletionChunk
 
 from judge.backends.base import EndpointQuirks, digest_of_fields
-from judge.backends.http import MAX_ERROR_TEXT, tls_context
+from judge.backends.http import MAX_ERROR_TEXT, previous_error, tls_context
 from judge.backends.openai_errors import (
     LOGPROBS_REJECTION,
     map_openai_errors,
@@ -62,6 +65,7 @@ from judge.errors import (
 __all__ = [
     "EndpointQuirks",
     "OpenAIBackend",
+    "StreamRefused",
     "chat_body",
     "form_of",
     "map_openai_errors",
@@ -154,6 +158,13 @@ def reply_of(body: dict[str, Any], *, form: str, model: str) -> Completion:
     return completion_of(ChatCompletion.construct(**body), form, model, token_logprobs)
 
 
+class StreamRefused(FeatureRefused):
+    """An empty stream, read as streaming refused: the server failed after its headers
+    (an overflowing prompt, a refused feature) and only a plain answer says which. The
+    next attempt of the same request (``judge.backends.http.previous_error``) asks without
+    streaming; every other call streams still."""
+
+
 class OpenAIBackend:
     """A judge model behind an OpenAI-compatible API (``openai:MODEL[@BASE_URL]``)."""
 
@@ -197,14 +208,14 @@ class OpenAIBackend:
 
         A refusal of ``json_schema`` or of ``logprobs`` is noted for the endpoint and
         raised as :class:`FeatureRefused`: the retry loop records it as an attempt and
-        asks again at once, without the refused feature. So is an empty stream: the
-        next request goes once without streaming, so that the server's error (a refused
-        feature, an overflowing prompt) comes back as a status that says what it is.
+        asks again at once, without the refused feature. So is an empty stream
+        (:class:`StreamRefused`), for this request alone: its next attempt goes without
+        streaming, so that the server's error (a refused feature, an overflowing prompt)
+        comes back as a status that says what it is.
         """
         form = self.quirks.formats.get(self.endpoint, JSON_SCHEMA)
         logprobs = self.logprobs and self.endpoint not in self.quirks.no_logprobs
-        streamed = self.endpoint not in self.quirks.unstreamed_once
-        self.quirks.unstreamed_once.discard(self.endpoint)
+        streamed = not isinstance(previous_error(), StreamRefused)
         started = asyncio.get_running_loop().time()
         limits = self.limits if streamed else self.limits.whole_call()
         with map_openai_errors():
@@ -236,8 +247,7 @@ class OpenAIBackend:
                     # the server failed after its headers and drops that connection: do
                     # not send the next request down it (a ReadError), open new ones
                     await self._renew_client()
-                    self.quirks.unstreamed_once.add(self.endpoint)
-                    raise FeatureRefused(
+                    raise StreamRefused(
                         f"{self.endpoint} sent an empty stream (an error after its headers); "
                         "asking once without streaming to learn which",
                         status_code=200,

@@ -48,8 +48,11 @@ def map_openai_errors() -> Iterator[None]:
     except openai.APIError as exc:
         if exc.body is not None and not isinstance(exc, openai.APIResponseValidationError):
             # an error event in a stream (the server failed after its headers): read as
-            # the error it names, a context overflow above all, never retried blind
-            raise error_in_body({"message": exc.message, "code": exc.code}) from exc
+            # the error it names, a context overflow above all, never retried blind. The
+            # body is the event's ``error`` as sent, an object or text (Hugging Face
+            # TGI's), with the server's words either way (the client's message has them
+            # only from an object)
+            raise error_in_body(exc.body) from exc
         raise JudgeUnavailable(f"unreadable reply ({type(exc).__name__})") from exc
 
 

@@ -5,7 +5,9 @@ The behaviour both backends share is in ``test_backend_contract.py``.
 
 from __future__ import annotations
 
+import asyncio
 import json
+import time
 from collections.abc import AsyncIterator, Callable, Iterator
 
 import httpx
@@ -14,6 +16,7 @@ import respx
 
 from judge.backends.ollama import OllamaBackend, estimate_num_ctx
 from judge.backends.scripted import scripted_reply
+from judge.backends.streaming import StreamLimits
 from judge.calls import ChatMessage, JudgeRequest, SamplingParams
 from judge.errors import JudgeUnavailable
 from judge.grader import Grader
@@ -227,6 +230,52 @@ async def test_failing_digest_lookup_does_not_fail_the_call(
 
     assert completion.text == REPLY
     assert completion.fingerprint is None
+
+
+async def test_a_failed_digest_lookup_is_not_asked_again_at_once(
+    ollama_api: respx.MockRouter, backend: OllamaBackend
+) -> None:
+    """The calls after a failed look-up go without the digest for a while
+    (``DIGEST_RETRY_SECONDS``) rather than each ask the server again."""
+    ollama_api.post("/api/chat").mock(return_value=ollama_chat_reply())
+    tags = ollama_api.get("/api/tags").mock(return_value=ollama_error(500, "boom"))
+
+    first = await backend.complete(make_request())
+    second = await backend.complete(make_request())
+
+    assert tags.call_count == 1
+    assert first.fingerprint is None and second.fingerprint is None
+
+
+async def test_an_attempt_ends_within_the_overall_cap_while_the_digest_lookup_stalls() -> None:
+    """``SRE_JUDGE_JUDGE_TIMEOUT`` bounds the whole attempt: a reply that came at once is
+    kept, without a digest, once the cap passes with the server's ``/api/tags`` still
+    silent; the next call does not wait for it again."""
+    asked: list[httpx.Request] = []
+
+    async def stall(request: httpx.Request) -> httpx.Response:
+        asked.append(request)
+        await asyncio.sleep(30)
+        return ollama_tags_reply((MODEL, DIGEST))
+
+    limits = StreamLimits(first_token=1.0, idle=1.0, total=1.0)
+    backend = OllamaBackend(MODEL, base_url=BASE, limits=limits)
+    try:
+        with respx.mock(base_url=BASE, assert_all_called=False) as api:  # tags: unanswered
+            api.post("/api/chat").mock(return_value=ollama_chat_reply())
+            api.get("/api/tags").mock(side_effect=stall)
+            started = time.monotonic()
+            completion = await backend.complete(make_request())
+            took = time.monotonic() - started
+            again = await backend.complete(make_request())
+            both = time.monotonic() - started
+    finally:
+        await backend.aclose()
+
+    assert completion.text == REPLY and completion.fingerprint is None
+    assert took < 2.0, f"one attempt took {took:.1f} s under an overall cap of 1 s"
+    assert again.text == REPLY and both - took < 0.5
+    assert len(asked) == 1
 
 
 @pytest.mark.parametrize("tags", [b"[]", b"null"], ids=["json-array", "null"])

@@ -15,6 +15,7 @@ import pytest
 import respx
 
 from judge.backends.base import EndpointQuirks
+from judge.backends.http import retrying_after
 from judge.backends.openai import OpenAIBackend
 from judge.errors import ContextOverflow, FeatureRefused, JudgeRejected, JudgeUnavailable
 from judge.grader import Grader
@@ -129,8 +130,9 @@ async def test_a_200_that_is_no_completion_is_an_unavailable_judge(
     async def ask() -> None:
         try:
             await openai_backend.complete(make_request())
-        except FeatureRefused:  # a page streamed reads as an empty stream: asked unstreamed
-            await openai_backend.complete(make_request())
+        except FeatureRefused as refused:  # a page streamed reads as an empty stream:
+            with retrying_after(refused):  # asked again unstreamed
+                await openai_backend.complete(make_request())
 
     with pytest.raises(JudgeUnavailable) as caught:
         await ask()
@@ -155,6 +157,32 @@ async def test_a_200_error_with_a_client_status_is_rejected_and_an_overflow_said
     )
     with pytest.raises(ContextOverflow):
         await openai_backend.complete(make_request())
+
+
+#: what Hugging Face TGI streams, after a 200, when a chat request's prompt does not fit:
+#: its error as an event whose ``error`` is text
+TGI_OVERFLOW = (
+    "Input validation error: `inputs` tokens + `max_new_tokens` must be <= 4096. "
+    "Given: 5000 `inputs` tokens and 1536 `max_new_tokens`"
+)
+
+
+async def test_a_streamed_error_given_as_text_is_read_as_the_error_it_names(
+    openai_api: respx.MockRouter, openai_backend: OpenAIBackend
+) -> None:
+    """A stream event ``{"error": "<text>", "error_type": ...}`` (TGI's form) is read by
+    the server's words, as the same error in a whole body is: a prompt that does not fit
+    is a context overflow, said in the server's words and not asked again."""
+    event = "data: " + json.dumps({"error": TGI_OVERFLOW, "error_type": "validation"}) + "\n\n"
+    stream = httpx.Response(
+        200, headers={"content-type": "text/event-stream"}, content=event.encode()
+    )
+    route = openai_api.post("/chat/completions").mock(return_value=stream)
+
+    with pytest.raises(ContextOverflow, match="must be <= 4096"):
+        await complete_with_retries(openai_backend, make_request(), policy=FAST)
+
+    assert route.call_count == 1
 
 
 async def test_a_refusal_is_an_error_keeping_the_models_words(

@@ -24,10 +24,12 @@ import httpx
 import pytest
 import respx
 
-from judge.backends.base import EndpointQuirks, JudgeBackend
+from judge.backends.base import JudgeBackend
+from judge.backends.http import retrying_after
 from judge.backends.ollama import OllamaBackend
-from judge.backends.openai import OpenAIBackend
+from judge.backends.openai import OpenAIBackend, StreamRefused
 from judge.backends.streaming import MIN_BODY_BYTES, StreamLimits
+from judge.calls import Completion, JudgeRequest
 from judge.errors import (
     ContextOverflow,
     FeatureRefused,
@@ -37,7 +39,7 @@ from judge.errors import (
     ReplyTruncated,
 )
 from judge.retry import complete_with_retries
-from tests.judge.backend_servers import FAST, make_request
+from tests.judge.backend_servers import FAST, OPENAI_BASE, make_request
 from tests.support.judge_server import TOKEN_CHARS, JudgeServer, running_judge_server
 from tests.support.paced_server import paced_server
 
@@ -237,6 +239,90 @@ async def test_an_empty_stream_is_asked_again_unstreamed_to_learn_the_error() ->
         await backend.aclose()
 
 
+def _empty_stream_or_answer(request: httpx.Request) -> httpx.Response:
+    """llama-cpp-python failing after its headers: a streamed request gets a 200 and no
+    chunk; asked without streaming, it answers."""
+    if json.loads(request.content).get("stream"):
+        return httpx.Response(200, headers={"content-type": "text/event-stream"}, content=b"")
+    return httpx.Response(200, content=_WHOLE, headers={"content-type": "application/json"})
+
+
+class _AnotherWorkerMeanwhile:
+    """A backend shared by the service's workers, as one grading's retry loop sees it:
+    another worker's call on the same backend comes in between each failed attempt and
+    its retry (an ordinary interleaving of concurrent workers, made deterministic)."""
+
+    def __init__(self, shared: OpenAIBackend) -> None:
+        self.name, self.model, self.base_url = shared.name, shared.model, shared.base_url
+        self.shared = shared
+        self.others: list[str] = []
+
+    async def complete(self, request: JudgeRequest) -> Completion:
+        try:
+            return await self.shared.complete(request)
+        except FeatureRefused:
+            try:
+                await complete_with_retries(self.shared, make_request(), policy=FAST)
+                self.others.append("ok")
+            except JudgeCallError as exc:
+                self.others.append(exc.code)
+            raise
+
+    async def probe(self) -> None:
+        await self.shared.probe()
+
+    async def aclose(self) -> None:
+        await self.shared.aclose()
+
+
+async def test_the_retry_after_an_empty_stream_goes_unstreamed_whatever_other_calls_do() -> None:
+    """The request that met an empty stream is the one asked again without streaming,
+    however many other calls share the backend meanwhile (``SRE_JUDGE_JUDGE_CONCURRENCY``):
+    each call gets its answer at its second attempt."""
+    with respx.mock(base_url=OPENAI_BASE) as api:
+        api.post("/chat/completions").mock(side_effect=_empty_stream_or_answer)
+        shared = OpenAIBackend("m", base_url=OPENAI_BASE, logprobs=False)
+        backend = _AnotherWorkerMeanwhile(shared)
+        try:
+            completion, attempts = await complete_with_retries(backend, make_request(), policy=FAST)
+            together = await asyncio.gather(
+                *(complete_with_retries(shared, make_request(), policy=FAST) for _ in range(4))
+            )
+        finally:
+            await shared.aclose()
+    assert completion.text == "{}"
+    assert [a.outcome for a in attempts] == ["feature_refused", "ok"]
+    assert backend.others == ["ok"]
+    assert [[a.outcome for a in done] for _, done in together] == [["feature_refused", "ok"]] * 4
+
+
+async def test_a_judge_whose_every_attempt_is_refused_is_away_not_refusing() -> None:
+    """Streams that keep coming back empty, and each plain answer refusing another
+    feature: the call ends as an unavailable judge (the grading pending, tried again
+    later), never as a refused feature that would leave it unscored for good."""
+    empty = httpx.Response(200, headers={"content-type": "text/event-stream"}, content=b"")
+    no_logprobs = httpx.Response(500, json={"error": {"message": "logprobs is not supported"}})
+    no_schema = httpx.Response(400, json={"error": {"message": "json_schema is not supported"}})
+    with respx.mock(base_url=OPENAI_BASE) as api:
+        route = api.post("/chat/completions").mock(
+            side_effect=[empty, no_logprobs, empty, no_schema]
+        )
+        backend = OpenAIBackend("m", base_url=OPENAI_BASE)
+        try:
+            with pytest.raises(JudgeUnavailable) as caught:
+                await complete_with_retries(backend, make_request(), policy=FAST)
+        finally:
+            await backend.aclose()
+    assert caught.value.code == "judge_unavailable"
+    assert [a.outcome for a in caught.value.attempts] == ["feature_refused"] * 4
+    assert [json.loads(c.request.content).get("stream", False) for c in route.calls] == [
+        True,
+        False,
+        True,
+        False,
+    ]
+
+
 @pytest.mark.slow  # a reply 6.5 s late: past what the transport waits for a stream
 async def test_an_unstreamed_reply_may_take_up_to_the_overall_cap() -> None:
     """The request that goes once without streaming (after an empty stream) gets its
@@ -244,13 +330,10 @@ async def test_an_unstreamed_reply_may_take_up_to_the_overall_cap() -> None:
     the transport's read timeout of a stream (the first-token limit and 5 s)."""
     limits = StreamLimits(first_token=0.3, idle=0.3, total=30.0)
     with running_judge_server(default='{"answers": []}', delay=6.5) as server:
-        quirks = EndpointQuirks()
-        backend = OpenAIBackend(
-            "m", base_url=server.openai_url, limits=limits, logprobs=False, quirks=quirks
-        )
-        quirks.unstreamed_once.add(backend.endpoint)  # as an empty stream leaves it
+        backend = OpenAIBackend("m", base_url=server.openai_url, limits=limits, logprobs=False)
         try:
-            completion = await backend.complete(make_request())
+            with retrying_after(StreamRefused("an empty stream")):
+                completion = await backend.complete(make_request())
         finally:
             await backend.aclose()
         assert server.requests[0].get("stream", False) is False
@@ -299,11 +382,12 @@ async def test_an_unstreamed_reply_is_read_no_further_than_its_size() -> None:
     whole["choices"][0]["message"]["content"] = "x" * (MIN_BODY_BYTES + 1)
     with respx.mock(base_url="http://127.0.0.1:18080/v1") as api:
         route = api.post("/chat/completions").mock(return_value=httpx.Response(200, json=whole))
-        quirks = EndpointQuirks()
-        backend = OpenAIBackend("m", base_url="http://127.0.0.1:18080/v1", quirks=quirks)
-        quirks.unstreamed_once.add(backend.endpoint)  # as an empty stream leaves it
+        backend = OpenAIBackend("m", base_url="http://127.0.0.1:18080/v1")
         try:
-            with pytest.raises(ReplyTruncated, match="bytes, far beyond"):
+            with (
+                retrying_after(StreamRefused("an empty stream")),
+                pytest.raises(ReplyTruncated, match="bytes, far beyond"),
+            ):
                 await backend.complete(make_request(max_tokens=16))
         finally:
             await backend.aclose()
