@@ -424,20 +424,24 @@ class GradingWorkers:
         heartbeat extends it meanwhile), for at most a lease's length and, once shutdown
         began, not past its deadline. Each run checks the lease under a row lock in the
         transaction that writes, so no run stores a second outcome (one whose commit went
-        through unacknowledged is found done, and refused). Given up, the grading is left
-        to its lease, which runs out: a lost worker, not an ``internal_error`` try, and a
-        fault that never passes is bounded by ``WORKER_LOSSES``. Any other error is raised.
+        through unacknowledged is found done, and refused: :meth:`_landed` then tells
+        whether it was this run's outcome). Given up, the grading is left to its lease,
+        which runs out: a lost worker, not an ``internal_error`` try, and a fault that
+        never passes is bounded by ``WORKER_LOSSES``. Any other error is raised.
         """
         loop = asyncio.get_running_loop()
         give_up = loop.time() + self.services.settings.lease_seconds
         pause = STORE_RETRY_SECONDS
+        fault: Exception | None = None
         while True:
             try:
-                return await write()
+                stored = await write()
             except Exception as exc:
                 if not database_fault(exc):
                     raise
                 fault = exc
+            else:
+                return stored or (fault is not None and await self._landed(claim))
             shutdown = self._deadline is not None and time.monotonic() + pause >= self._deadline
             if shutdown or loop.time() + pause >= min(lease.until, give_up):
                 break
@@ -452,6 +456,18 @@ class GradingWorkers:
             "claim grades it", claim.grading_id, exc_info=fault,
         )  # fmt: skip
         return None
+
+    async def _landed(self, claim: Claim) -> bool:
+        """Whether ``claim``'s outcome is stored although a write of it met a database
+        fault and the next was refused: its commit went through unacknowledged. The
+        grading then has a result, or waits deferred with no lease; another worker could
+        have stored neither while this one held the lease."""
+        view = await self.services.store.gradings.get(claim.grading_id)
+        if view is None:
+            return False
+        grading = view.grading
+        deferred = grading.lease_owner is None and grading.pending_reason is not None
+        return grading.status != "pending" or deferred
 
     async def _failed(
         self,

@@ -156,6 +156,39 @@ async def test_passing_locks_as_many_as_the_internal_error_tries_leave_the_gradi
     assert len(backend.requests) == 1
 
 
+async def test_a_verdict_whose_commit_went_through_unacknowledged_is_counted_stored(
+    api_client: Any, tokens: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The verdict's commit goes through but the connection drops before the worker
+    hears so: the write made again is refused (the grading is done), and the verdict is
+    counted among the gradings stored, not the results discarded."""
+    agent, admin = await tokens("submitter"), await tokens("admin")
+    real = QueueRepository.complete_many
+    dropped: list[int] = []
+
+    async def unacknowledged(self: QueueRepository, items: Any, **kwargs: Any) -> list[bool]:
+        stored = await real(self, items, **kwargs)
+        if not dropped:  # committed; the answer never reaches the worker
+            dropped.append(1)
+            raise OperationalError("COMMIT", {}, Exception("server closed the connection"))
+        return stored
+
+    monkeypatch.setattr(QueueRepository, "complete_many", unacknowledged)
+    judge = scripted_judge(*[sregym_reply(set(IDS), evidence="USER_PORT=9999")] * 3)
+    async with api_client(**judge, **FAST_RETRY) as client:
+        location = await submitted(client, agent)
+        grading = await first_set(client, location, agent, "passed")
+        for _ in range(100):  # the worker hears of it once its write made again returns
+            scrape = (await client.get("/metrics", headers=admin)).text
+            counted = ("sre_judge_gradings_total", "sre_judge_grading_results_discarded_total")
+            if any(_metric(scrape, name) for name in counted):
+                break
+            await asyncio.sleep(0.05)
+    assert dropped == [1] and grading["status"] == "graded"
+    assert _metric(scrape, "sre_judge_gradings_total", status="graded") == 1
+    assert _metric(scrape, "sre_judge_grading_results_discarded_total") == 0
+
+
 def _metric(scrape: str, name: str, **labels: str) -> float:
     """The sum of the samples of ``name`` in a /metrics text whose labels include
     ``labels``."""
