@@ -351,7 +351,6 @@ class GradingWorkers:
             await self._process(claim)
 
     async def _process(self, claim: Claim) -> None:
-        store = self.services.store
         # the lease is kept for as long as this worker holds the claim: asking the judge,
         # a confirming judge and the store (the group commit may wait its turn)
         lease = _Lease(asyncio.get_running_loop().time() + self.services.settings.lease_seconds)
@@ -375,21 +374,7 @@ class GradingWorkers:
                 reason = pending_reason(result)
                 # being stored from here: a shutdown waits for it instead of cutting it
                 self._storing.add(claim.grading_id)
-                calls = list(result.calls)
-                stored = await self._stored(
-                    claim,
-                    lease,
-                    lambda: store.queue.defer(
-                        claim.grading_id,
-                        self.worker_id,
-                        reason=reason,
-                        retry_at=retry_at,
-                        calls=calls,
-                        claim_count=claim.claim_count,
-                    ),
-                )
-                if stored:
-                    self._deferred_until(retry_at)
+                stored = await self._deferred(claim, lease, reason, retry_at, list(result.calls))
                 self._account(result, "deferred" if stored else "discarded", pending=reason)
             else:
                 result, provisional = await self._review_marks(claim, rubric, result)
@@ -457,6 +442,34 @@ class GradingWorkers:
         )  # fmt: skip
         return None
 
+    async def _deferred(
+        self,
+        claim: Claim,
+        lease: _Lease,
+        reason: str,
+        retry_at: datetime,
+        calls: list[JudgeCall],
+    ) -> bool | None:
+        """Store ``claim`` deferred until ``retry_at`` for ``reason`` with the judge
+        ``calls`` made (:meth:`_stored`), and wake the dispatcher then; whether it was
+        stored (None: the database did not take it)."""
+        store = self.services.store
+
+        def defer() -> Awaitable[bool]:
+            return store.queue.defer(
+                claim.grading_id,
+                self.worker_id,
+                reason=reason,
+                retry_at=retry_at,
+                calls=calls,
+                claim_count=claim.claim_count,
+            )
+
+        stored = await self._stored(claim, lease, defer)
+        if stored:
+            self._deferred_until(retry_at)
+        return stored
+
     async def _landed(self, claim: Claim) -> bool:
         """Whether ``claim``'s outcome is stored although a write of it met a database
         fault and the next was refused: its commit went through unacknowledged. The
@@ -507,20 +520,7 @@ class GradingWorkers:
                 seconds=self.services.settings.judge_retry_seconds
             )
             reason = f"{INTERNAL_ERROR}: service error (try {tries} of {INTERNAL_ERROR_TRIES})"
-            stored = await self._stored(
-                claim,
-                lease,
-                lambda: store.queue.defer(
-                    claim.grading_id,
-                    self.worker_id,
-                    reason=reason,
-                    retry_at=retry_at,
-                    calls=calls,
-                    claim_count=claim.claim_count,
-                ),
-            )
-            if stored:
-                self._deferred_until(retry_at)
+            stored = await self._deferred(claim, lease, reason, retry_at, calls)
             # counted as the judge-outage path counts: the calls asked, and a deferral
             # only when the queue kept it (a lease another worker took refuses it)
             retry = unscored_result(claim, INTERNAL_ERROR, reason)
