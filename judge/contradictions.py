@@ -11,9 +11,11 @@ contradicts the ground truth when all of these hold, which keeps false alarms ra
 - the diagnosis reports it as the value the thing has: it does not propose it ("should
   be raised to 1Gi" is advice), nor give it as one the thing had or does not have ("was
   512Mi before someone lowered it", "no longer 512Mi", "scaled down from 3 replicas");
-- its sentence is not about another component: where the caller knows the ground
-  truth's components (``elsewhere``), a sentence that names another one and none of
-  them ("redis, whose memory limit is 1Gi, is fine") is not compared;
+- it is not another component's: where the caller knows the ground truth's components
+  (``elsewhere``), a value whose sentence names another one before it, and none of
+  them ("redis, whose memory limit is 1Gi, is fine"), is not compared; one named only
+  after it is what the value led to ("its replicas were scaled to 2, so checkout
+  fails");
 - no value the diagnosis gives for that thing equals one of the ground truth's
   (a diagnosis that says "from 2 cores to 200m" names the true value too), and the value
   is none of the ground truth's values of that kind under any subject; a range
@@ -66,15 +68,14 @@ def contradictions(
 ) -> list[Contradiction]:
     """The diagnosis' values that contradict the ground truth's, one per thing at most.
 
-    ``elsewhere`` tells whether a sentence of the diagnosis is about a component other
-    than the ground truth's; the values of such a sentence are not compared."""
+    ``elsewhere`` tells whether the words of a sentence of the diagnosis before a value
+    (:attr:`Quantity.lead`) are about a component other than the ground truth's; such a
+    value is not compared."""
     truth = quantities_in(ground_truth)
     if not truth:
         return []
     given = [q for q in quantities_in(diagnosis) if not q.advice and _comparable(q, truth)]
-    reported = [
-        q for q in given if not q.former and (elsewhere is None or not elsewhere(q.sentence))
-    ]
+    reported = [q for q in given if not q.former and (elsewhere is None or not elsewhere(q.lead))]
     found: list[Contradiction] = []
     for key in dict.fromkeys((q.kind, q.subject) for q in reported):
         expected = [t for t in truth if (t.kind, t.subject) == key]

@@ -39,7 +39,7 @@ adjudicator reads at a glance, what it looked for in the diagnosis. An empty gro
 truth (control scenario), one without a header, or a description without values gives
 no condition.
 
-Why this module is long (about 540 lines): it is one reading, what a ground truth
+Why this module is long (about 550 lines): it is one reading, what a ground truth
 requires of a diagnosis. Most of it is the reading of the description (its values, which
 of them the fault set and which it did not, its lists of affected and healthy
 components), which the conditions share and which has no use apart from them.
@@ -152,10 +152,11 @@ _PHRASE_WORD = (
 )
 #: values the fault did not set: the old side of a change (up to three words between
 #: "from" and "to"; the ``old`` phrase of a replacement: the object of "replace X with
-#: Y" and "Y replaced X", not "the replaced X", the subject of "X was replaced by Y",
-#: without what it belonged to, "the value" of "the value of KEY"; "(was X)",
-#: "previously X", "formerly X"), a default or usual value, the request path of a
-#: symptom, a status or exit code
+#: Y" (up to four words, more where "with" or "by" closes them) and "Y replaced X", not
+#: "the replaced X", the subject of "X was replaced by Y", without what it belonged to,
+#: "the value" of "the value of KEY"; "(was X)", "previously X", "formerly set to X",
+#: but not the value of "was originally set to X", which may be the one the fault set),
+#: a default or usual value, the request path of a symptom, a status or exit code
 _NOT_SET = (
     re.compile(r"\bfrom\s+[^\s,;()]+(?:\s+[^\s,;()]+){0,2}?(?=\s+to\s)", re.I),
     re.compile(
@@ -167,7 +168,8 @@ _NOT_SET = (
     ),
     re.compile(
         r"(?<!\bthe\s)(?<!\ba\s)(?<!\ban\s)\breplac(?:e|es|ed|ing)\s+"
-        rf"(?P<old>{_PHRASE_WORD}(?:\s+{_PHRASE_WORD}){{0,3}})",
+        rf"(?P<old>{_PHRASE_WORD}(?:\s+{_PHRASE_WORD}){{0,3}}"
+        rf"(?:(?:\s+{_PHRASE_WORD}){{1,6}}(?=\s+(?:with|by)\b))?)",
         re.I,
     ),
     re.compile(
@@ -176,7 +178,9 @@ _NOT_SET = (
         re.I,
     ),
     re.compile(
+        r"(?:(?<!\bwas\s)(?<!\bwere\s)(?<!\bis\s)(?<!\bare\s)(?<!\bbeen\s)"
         r"\b(?:previously|formerly|originally)\s*:?\s+(?:(?:was|were|set\s+to|at)\s+)?"
+        r"|\b(?:previously|formerly|originally)\s*:?\s+(?:(?:was|were|at)\s+)?(?!set\b))"
         r"(?P<old>[^\s,;()]+)",
         re.I,
     ),
@@ -444,11 +448,13 @@ def _mentions(value: str, text: str) -> bool:
     return re.search(rf"(?<![\w.]){body}(?![\w])", text) is not None
 
 
-def _about_another(facts: GroundTruthFacts, sentence: str) -> bool:
-    """Whether a sentence of a diagnosis names a component the description lists as
-    affected or healthy, and does not point at the ground truth's ("redis, whose memory
-    limit is 1Gi, is fine"): ``consistent_values`` does not compare its values."""
-    text = _plain(sentence)
+def _about_another(facts: GroundTruthFacts, lead: str) -> bool:
+    """Whether the words of a diagnosis' sentence before a value name a component the
+    description lists as affected or healthy, and do not point at the ground truth's
+    ("redis, whose memory limit is 1Gi, is fine"): ``consistent_values`` does not compare
+    that value. A component named after it is what followed ("its replicas were scaled to
+    2, so checkout fails")."""
+    text = _plain(lead)
     others = (name.rsplit("/", 1)[-1] for name in facts.affected + facts.healthy)
     return not _points_at(facts, text) and any(_names(name, text) for name in others)
 

@@ -11,18 +11,20 @@ and what it is about, so a number no word explains is not read at all.
 Each quantity carries its *subject*: the nearest words of its clause that say which
 value it is (``limit`` or ``request``, ``timeout`` or ``latency``, ``targetport``,
 ``graceperiod``...), never taken across a comma, an opening parenthesis, a semicolon,
-"and", "but", "instead of" or a comparison ("below", "exceeds", "than"...), nor past the
-value beside it (the two sides of a change, "from 512Mi to 256Mi", share theirs): in "90%
-of CFS periods are throttled and requests take 5 s", 5 s is no period, and in "its
-memory limit is below the 300Mi the JVM needs", 300Mi is no limit.
+"and", "but", "instead of" or a comparison with a value ("below", "exceeds", "than"...
+before a number), nor past the value beside it (the two sides of a change, "from 512Mi to
+256Mi", share theirs): in "90% of CFS periods are throttled and requests take 5 s", 5 s
+is no period, and in "its memory limit is below the 300Mi the JVM needs", 300Mi is no
+limit.
 A quantity also says whether its sentence proposes it (``advice``) or gives it as a
 value the thing had or does not have (``former``: "from 3 replicas", "no longer 512Mi",
-"512Mi before it was lowered"), and a range ("40-60%", "between 40% and 60%") is one
-quantity with both ends.
+"was 512Mi before it was lowered"; not a value a change set, "lowered to 256Mi before
+the incident"), and a range ("40-60%", "between 40% and 60%") is one quantity with both
+ends.
 Two quantities are about the same thing when kind and subject agree; judging
 contradictions is ``judge.contradictions``' job.
 
-Why this module is long (about 520 lines): it is one reading, a number with the words
+Why this module is long (about 550 lines): it is one reading, a number with the words
 around it. Kubernetes' quantity grammar, the units, the patterns that say what a number
 counts, and the clause rules that give it its subject and say whether it is reported,
 proposed, former or a range's end decide together what one value is; none of them reads
@@ -74,12 +76,18 @@ _ADVICE = re.compile(
     re.I,
 )
 #: a value the thing had before, or is said not to have: the words just before it ("from
-#: 3 replicas", "no longer 512Mi", "isn't 2 cores", "previously set to 1Gi") or just after
-#: it ("512Mi before someone lowered it", "1Gi until Monday")
+#: 3 replicas", "no longer 512Mi", "isn't 2 cores", "previously set to 1Gi")
 _FORMER_BEFORE = re.compile(
     r"(?:\bfrom|\bno\s+longer|\bnot|n['\u2019]t|\bnever|\bpreviously|\bformerly|\boriginally"
-    r"|\binitially|\bused\s+to\s+be|\bhad\s+been)"
+    r"|\binitially|\bused\s+to\s+be)"
     r"(?:\s+(?:be|been|set|to|at|of|the|a|an|its|about|around))*\s*\Z",
+    re.I,
+)
+#: or the words just after a value the thing "was" ("512Mi before someone lowered it",
+#: "was 1Gi until Monday"); not after a value a change set, which the thing has since
+#: ("lowered to 256Mi before the incident", "cut to 256Mi earlier today")
+_WAS = re.compile(
+    r"\b(?:was|were|had\s+been|used\s+to\s+be)(?:\s+(?:at|about|around|only|still))?\s*\Z",
     re.I,
 )
 _FORMER_AFTER = re.compile(
@@ -106,8 +114,8 @@ class Quantity:
     former: bool = False
     #: for a range ("40-60%", "between 40% and 60%"), its low end; ``value`` is its high end
     lowest: Decimal | None = None
-    #: the sentence the value is in (what else it names)
-    sentence: str = field(default="", compare=False, repr=False)
+    #: the words of its sentence before it (what they name: whose value it may be)
+    lead: str = field(default="", compare=False, repr=False)
 
     @property
     def ends(self) -> tuple[Decimal, ...]:
@@ -213,18 +221,26 @@ def _duration(number: str, unit: str) -> Decimal:
 _LINK = r"(?:\s?[:=]|\s(?:is|was|were|are|set|changed|updated|from|to|of|number|at|now))*\s?"
 #: where a clause ends: the words of another clause say nothing about a value ("about 90%
 #: of CFS periods are throttled and requests take 5 s": 5 s is no period), nor do those
-#: of a comparison ("its memory limit is below the 300Mi the JVM needs": 300Mi is no
-#: limit, "its CPU request exceeds the 4 cores a node has": 4 cores is no request)
-_BREAK = r"[,;(]|\b(?:and|but|instead\s+of|below|above|under|over|exceed\w*|than|beyond)\b"
+#: of a comparison with a value ("its memory limit is below the 300Mi the JVM needs":
+#: 300Mi is no limit, "its CPU request exceeds the 4 cores a node has": 4 cores is no
+#: request); a comparison word before no value ends nothing ("lowered over the weekend
+#: to 256Mi")
+_BREAK = (
+    r"[,;(]|\b(?:and|but|instead\s+of)\b"
+    r"|\b(?:below|above|under|over|exceed\w*|than|beyond)\s+(?:(?:the|a|an)\s+)?(?=\.?\d)"
+)
 #: the words between a port or replicas word and the "to N" that gives its value: a few,
 #: of the same clause ("targetPort was misconfigured, leading to 500 errors": no port)
 _IN_CLAUSE = rf"(?:(?!{_BREAK})[^.;\n]){{0,30}}?"
 #: after a replica count or the N of such a "to N", no noun but replicas or pods:
-#: "leading to 500 errors", "scaled to 2 nodes" count something else
+#: "leading to 500 errors", "scaled to 2 nodes" count something else; a participle
+#: ("scaled to 2 causing an outage") counts nothing, unless it qualifies the noun after
+#: it ("leading to 500 failing requests")
 _COUNTS_NOTHING_ELSE = (
     r"(?!\s?(?!(?:replicas?|pods?|instances?|and|or|but|so|then|by|at|in|on|of|from|for"
     r"|with|after|before|because|since|while|when|where|which|who|that|as|is|was|were|are"
-    r"|has|had|instead|now|again|until|via|without|though|although|if)\b)[a-z])"
+    r"|has|had|instead|now|again|until|via|without|though|although|if)\b"
+    r"|\w+ing\b(?!\s(?!(?:replicas|pods|instances)\b)[a-z]+s\b))[a-z])"
 )
 #: "of <name>" after a setting's word: "the CPU limit of the geo container", "the
 #: targetPort of the profile Service"
@@ -307,11 +323,17 @@ _CLAUSE_BREAK = re.compile(_BREAK, re.I)
 _CHANGE_LINK = re.compile(r"\s*(?:to|->|=>|\u2192)\s*", re.I)
 
 
+def _clause_breaks(text: str, low: int, high: int) -> list[re.Match[str]]:
+    """The clause breaks that begin in ``text[low:high]`` (a comparison's looks past
+    ``high`` for the value it compares with)."""
+    return [m for m in _CLAUSE_BREAK.finditer(text, low, high + 2) if m.start() < high]
+
+
 def _before_start(text: str, low: int, start: int) -> int:
     """Where the words before a number that may say what it is begin: after the last
     clause break of ``text[low:start]``; an opening parenthesis right before the number
     ("its memory limit (256Mi)") puts it beside what precedes, so does not count."""
-    for found in reversed(list(_CLAUSE_BREAK.finditer(text, low, start))):
+    for found in reversed(_clause_breaks(text, low, start)):
         if found.group() == "(" and not text[found.end() : start].strip():
             continue
         return found.end()
@@ -321,8 +343,8 @@ def _before_start(text: str, low: int, start: int) -> int:
 def _after_end(text: str, end: int, high: int) -> int:
     """Where the words after a value that may say what it is end: at the first clause
     break of ``text[end:high]``."""
-    found = _CLAUSE_BREAK.search(text, end, high)
-    return found.start() if found else high
+    found = _clause_breaks(text, end, high)
+    return found[0].start() if found else high
 
 
 def _subject(kind: str, text: str, low: int, start: int, end: int, high: int) -> tuple[str, ...]:
@@ -449,9 +471,12 @@ def _range_low(text: str, low: int, reading: _Reading) -> Decimal | None:
 
 
 def _is_former(text: str, low: int, start: int, end: int, high: int) -> bool:
-    """Whether the words just before the number or just after its value say the thing
-    had it before or does not have it (:data:`_FORMER_BEFORE`, :data:`_FORMER_AFTER`)."""
-    return bool(_FORMER_BEFORE.search(text, low, start) or _FORMER_AFTER.match(text, end, high))
+    """Whether the words just before the number (:data:`_FORMER_BEFORE`), or just after
+    the value of a "was N" (:data:`_WAS`, :data:`_FORMER_AFTER`), say the thing had it
+    before or does not have it."""
+    if _FORMER_BEFORE.search(text, low, start):
+        return True
+    return bool(_WAS.search(text, low, start) and _FORMER_AFTER.match(text, end, high))
 
 
 def _between(text: str, first: _Reading, second: _Reading) -> bool:
@@ -475,9 +500,9 @@ def quantities_in(text: str) -> list[Quantity]:
     lows: list[int] = []  # per reading, where the words before it begin
     for index, reading in enumerate(readings):
         start, end = reading.span[0], reading.match.end()
-        low, high = _sentence_bounds(text, start, end)
-        low = _before_start(text, max(low, start - 80), start)
-        high = _after_end(text, end, min(high, end + 30))
+        sentence_start, sentence_end = _sentence_bounds(text, start, end)
+        low = _before_start(text, max(sentence_start, start - 80), start)
+        high = _after_end(text, end, min(sentence_end, end + 30))
         if index:
             previous = readings[index - 1]
             previous_end = previous.match.end()
@@ -499,7 +524,6 @@ def quantities_in(text: str) -> list[Quantity]:
             subject = (match.group(1).lower() + "port",) if match.group(1) else ()
         else:
             subject = _subject(reading.kind, text, low, start, end, high)
-        sentence = text[slice(*_sentence_bounds(text, start, end))]
         quantity = Quantity(
             reading.kind,
             subject,
@@ -508,7 +532,7 @@ def quantities_in(text: str) -> list[Quantity]:
             advice=_ADVICE.search(_context(text, *match.span())) is not None,
             former=_is_former(text, low, start, end, high),
             lowest=_range_low(text, low, reading),
-            sentence=sentence,
+            lead=text[sentence_start:start],
         )
         if index and _between(text, readings[index - 1], reading):
             first = quantities.pop()
@@ -520,6 +544,7 @@ def quantities_in(text: str) -> list[Quantity]:
                 advice=first.advice or quantity.advice,
                 former=first.former or quantity.former,
                 lowest=min(first.value, quantity.value),
+                lead=first.lead,
             )
         quantities.append(quantity)
     return quantities

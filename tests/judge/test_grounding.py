@@ -395,6 +395,10 @@ def test_an_equal_quantity_names_only_the_new_side_of_a_change(diagnosis: str, n
         ("CITY=Geneva was replaced by CITY=Zurich.", ("CITY=Zurich",)),
         ("The image nginx:1.24 was replaced with nginx:1.25.", ("nginx:1.25", "1.25")),
         ("The image nginx:1.24 replaced by nginx:1.25 crashes.", ("nginx:1.25", "1.25")),
+        (
+            "The fault replaced the geo container image nginx:1.24 with nginx:broken.",
+            ("nginx:broken", "broken"),
+        ),
         # a former value: "(was X)", "previously X", "formerly X"
         ("The ConfigMap was changed to set CITY=Zurich (was CITY=Geneva).", ("CITY=Zurich",)),
         ("POOL_SIZE, previously 20, was set to 5.", ("POOL_SIZE", "5")),
@@ -415,6 +419,27 @@ def test_the_old_side_of_a_replacement_is_not_a_mutated_value(
     """The value a replacement or a former value names ("replaced X with Y", "X was
     replaced by Y", "(was X)", "previously X") is a normal value of the field before the
     fault: only the value the fault set is one a diagnosis must give."""
+    facts = facts_of("[fault_spec] component=deployment/x; namespace=n || " + description)
+    assert facts is not None
+    assert facts.mutated == mutated
+
+
+@pytest.mark.parametrize(
+    ("description", "mutated"),
+    [
+        ("The memory limit was originally set to 64Mi by the fault.", ("64Mi",)),
+        ("The memory limit was previously set to 64Mi by the chaos run.", ("64Mi",)),
+        # a former value set apart from what the clause says was done is still none
+        ("The memory limit, originally set to 512Mi, was lowered to 64Mi.", ("64Mi",)),
+        ("The memory limit was previously 512Mi and was lowered to 64Mi.", ("64Mi",)),
+    ],
+)
+def test_a_value_a_clause_says_was_set_is_a_mutated_value(
+    description: str, mutated: tuple[str, ...]
+) -> None:
+    """A value the description says was set ("was originally set to 64Mi by the
+    fault") is a value the fault set, whatever word of time comes with it: only a value
+    it gives as the setting's before the change is not."""
     facts = facts_of("[fault_spec] component=deployment/x; namespace=n || " + description)
     assert facts is not None
     assert facts.mutated == mutated

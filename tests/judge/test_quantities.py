@@ -405,6 +405,7 @@ def test_subjects_stay_with_their_values(text: str, subjects: list[tuple[str, ..
         (SCALE, "The payment deployment was scaled down, leading to 503 errors in checkout."),
         (SCALE, "payment was scaled down: its replicas, usually spread to 2 nodes, are gone."),
         (SCALE, "The payment deployment was scaled down leading to 503 errors."),
+        (SCALE, "The payment deployment was scaled down leading to 503 failing requests."),
     ],
 )
 def test_a_to_n_of_another_clause_or_count_is_no_port_or_replica_count(
@@ -422,6 +423,26 @@ def test_a_port_or_replica_count_given_as_to_n_is_still_read() -> None:
     assert contradictions(SCALE, "payment's replicas were then scaled to 3 by the HPA.")
     assert contradictions(SCALE, "payment's replicas were then scaled to 3 pods.")
     assert contradictions(PORT, "The targetPort was quietly changed to 8081 on Monday.")
+
+
+@pytest.mark.parametrize(
+    "diagnosis",
+    [
+        "payment was scaled to 2 causing an outage of checkout.",
+        "The payment replicas were set to 2 making checkout fail.",
+    ],
+)
+def test_a_replica_count_followed_by_what_it_caused_is_read(diagnosis: str) -> None:
+    """A replica count written "to N" and followed by what it caused ("scaled to 2
+    causing an outage") is read, so a wrong one contradicts."""
+    assert contradictions(SCALE, diagnosis)
+
+
+def test_a_ground_truth_replica_count_followed_by_what_it_caused_is_read() -> None:
+    """The ground truth's "scaled to 0 causing checkout to fail" gives its replica count,
+    so a diagnosis that gives another one contradicts it."""
+    truth = "deployment/payment was scaled to 0 causing checkout to fail."
+    assert contradictions(truth, "payment runs 3 replicas.")
 
 
 @pytest.mark.parametrize(
@@ -449,6 +470,14 @@ def test_a_value_the_setting_is_compared_with_is_not_the_settings_value(
     facts = facts_of(truth)
     assert facts is not None
     assert check_condition("consistent_values", facts, diagnosis) is None
+
+
+def test_a_comparison_word_before_no_value_keeps_the_subject() -> None:
+    """A word that compares only where a value follows it ("over", "under"...) does not
+    end the clause otherwise: in "lowered over the weekend to 256Mi" the 256Mi is still
+    the memory limit, so a wrong one contradicts."""
+    diagnosis = "cart's memory limit was lowered over the weekend to 256Mi; pods are OOMKilled."
+    assert contradictions(MEMORY, diagnosis)
 
 
 #: ground truths whose lists of affected and healthy components name the other
@@ -517,6 +546,16 @@ def test_a_value_of_the_faulty_component_is_still_compared(diagnosis: str) -> No
     assert check_condition("consistent_values", facts, diagnosis) is not None
 
 
+def test_a_value_followed_by_the_component_it_affects_is_compared() -> None:
+    """A component the ground truth lists as affected, named after the value ("its
+    deployment was scaled to 2 replicas, so checkout fails"), is what the value led to:
+    the value is still the faulty component's and is compared."""
+    facts = facts_of(PAYMENT_BESIDE_FRONTEND)
+    assert facts is not None
+    diagnosis = "payment is down. Its deployment was scaled to 2 replicas, so checkout fails."
+    assert check_condition("consistent_values", facts, diagnosis) is not None
+
+
 @pytest.mark.parametrize(
     ("truth", "diagnosis"),
     [
@@ -542,6 +581,21 @@ def test_the_current_value_beside_a_former_one_is_compared() -> None:
     diagnosis = "cart's memory limit was lowered from 512Mi to 256Mi; the pods are OOMKilled."
     (found,) = contradictions(MEMORY, diagnosis)
     assert '"256Mi"' in found.describe()
+
+
+@pytest.mark.parametrize(
+    "diagnosis",
+    [
+        "cart's memory limit was lowered to 256Mi before the incident, so the pods are OOMKilled.",
+        "Someone cut cart's memory limit to 256Mi earlier today; the pods are OOMKilled.",
+        "cart's memory limit had been set to 256Mi, so the pods are OOMKilled.",
+    ],
+)
+def test_a_value_a_change_set_is_compared_whenever_it_was_set(diagnosis: str) -> None:
+    """A value a change set ("lowered to 256Mi before the incident", "had been set to
+    256Mi") is the value the setting has since, not a former one, so a wrong one
+    contradicts."""
+    assert contradictions(MEMORY, diagnosis)
 
 
 @pytest.mark.parametrize(
