@@ -8,7 +8,8 @@ same Ollama tag or server address. The *digest* says which model answers:
   Ollama's digest of the tag, a llama.cpp server's model file (``/props``), an
   OpenAI-compatible server's own description of the model (``/v1/models``);
 - else the ``system_fingerprint`` of its completions, once one was seen
-  (``fingerprint:<value>``);
+  (``fingerprint:<value>``), for a backend whose completions' fingerprint is not the
+  digest it reads itself (``judge.backends.base.DIGEST_FINGERPRINTS``: Ollama's is);
 - else None: the judge reports nothing, and nothing proves that two of its replies came
   from the same model.
 
@@ -38,7 +39,7 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
-from judge.backends.base import DigestAware, JudgeBackend
+from judge.backends.base import DIGEST_FINGERPRINTS, DigestAware, JudgeBackend
 from judge.cache import FINGERPRINT
 
 __all__ = ["DIGEST_CHARACTERS", "BackendDigest", "DigestChange", "DigestTracker", "fitted_digest"]
@@ -169,8 +170,10 @@ class DigestTracker:
                 and not entry.digest.startswith(FINGERPRINT)
             )
             # a judge with no digest of its own is known by its replies' fingerprint; one
-            # whose digest could not be read just now (server away) has not changed
-            if digest is None and entry is not None and entry.fingerprint and not probed:
+            # whose digest could not be read just now (server away) has not changed, and
+            # neither has one whose replies carry the very digest it reads (Ollama's)
+            stands_in = not probed and backend.name not in DIGEST_FINGERPRINTS
+            if digest is None and entry is not None and entry.fingerprint and stands_in:
                 digest = FINGERPRINT + entry.fingerprint
             await self._learn(backend, None if digest is None else fitted_digest(digest))
             return self._known[key].digest

@@ -113,10 +113,17 @@ async def measured_digest(
     without the judge cache (a calibration or canary run's ``results``) were handed on to
     the digest tracker, as the grading workers hand theirs (``BackendPool.follow_digests``):
     a judge known by its completions' fingerprint only is known by the one they carried,
-    and a model replaced behind the name is seen. None: the judge reports none."""
+    and a model replaced behind the name is seen. None: the judge reports none.
+
+    A look-up that fails (a judge host too slow to answer it in time, a busy database)
+    is logged and the digest known before stands (or none), as a grading worker goes on:
+    the run's paid judge calls are never thrown away for it."""
     calls = [call for result in results for call in result.calls]
-    await services.backends.follow_digests(spec, calls)
-    return await services.backends.digests.current(services.backends.get(spec))
+    try:
+        await services.backends.follow_digests(spec, calls)
+    except Exception:  # the identity is checked again at the judge's next use
+        log.exception("checking the model digest of %s failed", spec)
+    return services.backends.digests.known(services.backends.get(spec))
 
 
 def _canary_set(services: Services) -> tuple[str, bytes]:

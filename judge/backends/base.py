@@ -10,6 +10,7 @@ from typing import Any, Protocol, runtime_checkable
 from judge.calls import Completion, JudgeRequest
 
 __all__ = [
+    "DIGEST_FINGERPRINTS",
     "ContextWindowAware",
     "DigestAware",
     "EndpointQuirks",
@@ -68,6 +69,13 @@ class DigestAware(Protocol):
         if it reports none; asked of the server on every call (``judge.identity`` keeps
         it). Raises nothing: a server that cannot be asked now gives None."""
         ...
+
+
+#: the backends (by ``name``) whose completions' fingerprint is the digest
+#: ``model_digest`` reads (Ollama's: the tag's digest, from ``/api/tags``), not a second
+#: mark of the model: one of their judges is never known by a ``fingerprint:`` digest,
+#: and a digest it cannot read now leaves the one known (``judge.identity``)
+DIGEST_FINGERPRINTS = frozenset({"ollama"})
 
 
 def digest_of_fields(source: str, fields: dict[str, Any]) -> str:

@@ -9,11 +9,13 @@ call while the prompts fit it (:meth:`OllamaBackend.window`).
 
 Replies are streamed and read within :class:`StreamLimits` (first token, idle, overall);
 the model's digest, looked up once after a reply (``/api/tags``), within what is left of
-the overall cap. The client's errors are translated to ``judge.errors`` in one place,
-:func:`map_ollama_errors`. Note how the client surfaces failures: an HTTP error status
-becomes ``ollama.ResponseError`` (raised ``from None``, the original
-``httpx.HTTPStatusError`` survives as ``__context__``), a refused connection becomes the
-builtin ``ConnectionError``, and timeouts escape as raw ``httpx`` exceptions.
+the overall cap, is every completion's fingerprint (so the judge is never known by a
+``fingerprint:`` digest: ``judge.backends.base.DIGEST_FINGERPRINTS``). The client's
+errors are translated to ``judge.errors`` in one place, :func:`map_ollama_errors`. Note
+how the client surfaces failures: an HTTP error status becomes ``ollama.ResponseError``
+(raised ``from None``, the original ``httpx.HTTPStatusError`` survives as
+``__context__``), a refused connection becomes the builtin ``ConnectionError``, and
+timeouts escape as raw ``httpx`` exceptions.
 """
 
 from __future__ import annotations

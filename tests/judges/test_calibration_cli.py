@@ -13,7 +13,12 @@ from sqlalchemy.engine import Engine
 
 from api.judges.calibration import calibrate, drifted
 from api.service.grader_factory import asking_choice, grader_for
-from api.service.qualification import Qualifications, in_review_sample, judge_settings
+from api.service.qualification import (
+    Qualifications,
+    identity_of,
+    in_review_sample,
+    judge_settings,
+)
 from api.service.runtime import Runtime
 from api.service.settings import Settings
 from judge.backends import OllamaBackend
@@ -30,7 +35,7 @@ from judge.grader import Grader
 from judge.spec import judge_identity
 from storage import Store
 from storage.quality_tables import CalibrationRunRecord
-from tests.judges.test_canary import JUDGE, LabelledJudge
+from tests.judges.test_canary import JUDGE, DigestOutOfTime, LabelledJudge
 from tests.storage.helpers import sregym_rubric
 from tests.support.in_process_cli import cli_in_process, run_cli
 from tests.support.keys import session_key
@@ -258,6 +263,27 @@ async def test_calibration_records_the_fingerprint_of_the_judge_it_measured(
         )
     assert outcome.run.qualified
     assert outcome.run.judge_digest == "fingerprint:fp_a"
+
+
+async def test_a_calibration_is_stored_when_its_digest_look_up_runs_out_of_time(
+    engine: Engine, database_url: str
+) -> None:
+    """Every item of the set is graded (judge calls paid for); the model digest look-up
+    after them runs out of time. The run is stored all the same, with the digest known
+    before it, as a grading goes on when its digest cannot be checked."""
+    judge = DigestOutOfTime()
+    settings = Settings(judge=JUDGE, database_url=database_url, judge_digest_seconds=0)
+    async with Runtime(settings, engine=engine, backends={JUDGE: judge}) as runtime:
+        services = runtime.services
+        known = await services.backends.digests.current(services.backends.get(JUDGE))
+        judge.late = True
+        outcome = await calibrate(services, DEFAULT_GOLD.read_bytes(), gold_name=DEFAULT_GOLD.name)
+        rubric = services.rubrics.current[settings.rubric]
+        runs = await services.store.calibration.runs(**identity_of(settings, JUDGE, rubric))
+    assert known == "sha256:model-a" and judge.requests
+    assert outcome.run.qualified
+    assert outcome.run.judge_digest == "sha256:model-a"
+    assert [run.id for run in runs] == [outcome.run.id]
 
 
 async def test_a_calibration_of_a_judge_known_by_a_256_character_fingerprint_is_stored(

@@ -826,6 +826,44 @@ async def test_a_canary_run_that_scored_nothing_is_unmeasured_not_ok(
     assert "unmeasured" in cell and f"none of its {run['n']} items was scored" in cell, cell
 
 
+class DigestOutOfTime(LabelledJudge):
+    """Answers as the labels say, at once; its model digest (``sha256:model-a``) is read
+    until ``late``, then a look-up of it runs out of time (a judge host that stopped
+    answering it right after the calls: the 10 s ``BackendPool.follow_digests`` allows
+    it pass)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.digest = "sha256:model-a"
+        self.late = False
+
+    async def model_digest(self) -> str | None:
+        if self.late:
+            raise TimeoutError
+        return await super().model_digest()
+
+
+async def test_a_canary_run_is_stored_when_its_digest_look_up_runs_out_of_time(
+    engine: Engine, database_url: str
+) -> None:
+    """The canary's budget is spent on judge calls; the model digest look-up after them
+    runs out of time. The run is stored all the same, with the digest known before it
+    (``POST /v1/judges/canary`` answers with it, the loop goes on to the next judge)."""
+    judge = DigestOutOfTime()
+    settings = Settings(
+        judge=JUDGE, database_url=database_url, canary_budget=6, judge_digest_seconds=0
+    )
+    async with Runtime(settings, engine=engine, backends={JUDGE: judge}) as runtime:
+        services = runtime.services
+        known = await services.backends.digests.current(services.backends.get(JUDGE))
+        judge.late = True
+        run = await run_canary(services)
+    assert known == "sha256:model-a"
+    assert run.judge_calls > 0 and run.scored > 0
+    assert run.judge_digest == "sha256:model-a"
+    assert _canary_runs(engine) == 1
+
+
 def test_the_canary_command_exits_3_when_its_judge_cannot_be_asked(
     database_url: str, engine: Engine
 ) -> None:

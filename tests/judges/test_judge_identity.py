@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import time
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -26,6 +27,7 @@ from sqlalchemy.orm import Session
 from sqlmodel import col
 
 import storage.judge_digests as judge_digests
+from api.judges.calibration import calibrate
 from api.judges.identity import record_digest
 from api.service.grader_factory import asking_choice
 from api.service.qualification import Qualifications
@@ -33,7 +35,7 @@ from api.service.runtime import Runtime
 from api.service.settings import Settings
 from judge.backends import OllamaBackend, OpenAIBackend, ScriptedBackend
 from judge.cache import FINGERPRINT, DigestKeyedCache, MemoryJudgeCache
-from judge.calls import Completion
+from judge.calls import Completion, JudgeRequest
 from judge.identity import DigestChange, DigestTracker
 from storage import Store
 from storage.engine import make_engine
@@ -53,6 +55,8 @@ pytestmark = pytest.mark.postgres
 
 #: every answer no: a well-formed failing verdict, whatever the diagnosis
 REPLY = sregym_reply(set())
+#: a small gold set (``sre-judge calibrate``)
+GOLD = Path(__file__).parents[1] / "fixtures" / "gold-small.jsonl"
 FAST = {
     "webhook_allow_hosts": "127.0.0.1",
     "webhook_retry_seconds": 0.02,
@@ -536,6 +540,52 @@ async def test_an_unreachable_ollama_judge_is_not_recorded_as_a_changed_model(
     assert before == [("abc123", False)]
     # nothing new is known of the model while the server cannot be asked
     assert after == before, f"an unreachable server was recorded as a changed model: {after}"
+
+
+class TagsAwayAfterCalls(OllamaBackend):
+    """The real Ollama client; once it has answered a call, ``/api/tags`` cannot be read
+    for a moment (``model_digest`` says None, as it does for a server it cannot ask)."""
+
+    tags_away = False
+
+    async def model_digest(self) -> str | None:
+        if self.tags_away:
+            return None
+        return await super().model_digest()
+
+    async def complete(self, request: JudgeRequest) -> Completion:
+        completion = await super().complete(request)
+        self.tags_away = True
+        return completion
+
+
+async def test_an_ollama_digest_unreadable_for_a_moment_is_not_a_changed_model(
+    engine: Engine, database_url: str
+) -> None:
+    """The model behind ``ollama:m`` is the one stored (digest ``abc123``). ``sre-judge
+    calibrate`` grades its set (each completion carrying that digest, read from
+    ``/api/tags``); the look-up after the calls finds ``/api/tags`` unreadable for a
+    moment. Nothing changed behind the name: no change is recorded, the stored digest
+    stands, and the run records the model known (none in this process yet), never the
+    completions' digest as a fingerprint of another model."""
+    with running_judge_server(default=REPLY) as server:
+        server.ollama_tag = "m:latest"
+        spec = f"ollama:m@{server.ollama_url}"
+        store = Store(engine, key=session_key())
+        await store.judge_digests.learn("ollama:m", "abc123", actor="service")
+        backend = TagsAwayAfterCalls("m", base_url=server.ollama_url)
+        settings = Settings(judge=spec, database_url=database_url, canary_budget=1)
+        try:
+            async with Runtime(settings, engine=engine, backends={spec: backend}) as runtime:
+                outcome = await calibrate(runtime.services, GOLD.read_bytes(), gold_name=GOLD.name)
+        finally:
+            await backend.aclose()
+    changes = _count(engine, select(func.count()).where(col(AuditRecord.event) == "judge.changed"))
+    current = await store.judge_digests.current("ollama:m")
+    assert backend.tags_away
+    assert changes == 0, f"a moment without /api/tags recorded {changes} change(s) of model"
+    assert outcome.run.judge_digest is None, outcome.run.judge_digest
+    assert current is not None and current.digest == "abc123", current
 
 
 async def test_a_llama_cpp_server_whose_props_cannot_be_read_has_not_changed_model() -> None:
