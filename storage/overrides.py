@@ -4,12 +4,15 @@ An override is a new row pointing at the override it supersedes; nothing of the
 judge's is updated. The grading row keeps the effective figures (yes_count,
 composite, passed) for filtering and reporting, recomputed by the rule from the
 judge's answers and the overrides in force (:func:`apply_in_force`): the adjudication
-feature appends overrides, a regrade carries them to the new grading.
+feature appends overrides, a regrade carries them to the new grading. A verdict
+imported from another judge (SREGym's) was never the rule's: with no override in force
+it reads as imported again (:func:`imported_figures`, the import's own figures).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 from judge.adjudication import (
     OverrideEvent,
@@ -18,10 +21,12 @@ from judge.adjudication import (
 )
 from judge.review_reasons import holds_pass
 from judge.rubric import Rubric
+from judge.rule import apply_rule
+from storage.imports import SREGYM_JUDGE_SPEC
 from storage.review_tables import OverrideRecord
 from storage.tables import GradingRecord
 
-__all__ = ["apply_in_force", "override_events"]
+__all__ = ["ImportedFigures", "apply_in_force", "imported_figures", "override_events"]
 
 
 def override_events(records: Sequence[OverrideRecord]) -> list[OverrideEvent]:
@@ -40,6 +45,64 @@ def override_events(records: Sequence[OverrideRecord]) -> list[OverrideEvent]:
     ]
 
 
+@dataclass(frozen=True, slots=True)
+class ImportedFigures:
+    """A graded imported verdict's figures, as the import stores them."""
+
+    yes_count: int
+    composite: float | None
+    decisive: bool | None
+    passed: bool | None
+
+
+def _answers_every_question(rubric: Rubric, answers: Mapping[str, bool]) -> bool:
+    """Whether the rule can be applied: an answer to every question of ``rubric``."""
+    return bool(answers) and all(q.id in answers for q in rubric.questions)
+
+
+def imported_figures(
+    rubric: Rubric,
+    said: Mapping[str, bool],
+    *,
+    success: bool | None,
+    composite: float | None,
+) -> ImportedFigures:
+    """The figures of a checklist imported with the verdict another judge gave it
+    (SREGym's): its yes count; that judge's ``success`` and ``composite`` where it gave
+    them, else the rule's where the checklist answers every question of ``rubric`` (none
+    where it does not); the rule's ``decisive`` there. The import stores them
+    (``api.imports.rows``), and they are the grading's again once no override of it is
+    in force (:func:`apply_in_force`)."""
+    outcome = apply_rule(rubric, said) if _answers_every_question(rubric, said) else None
+    if composite is None and outcome is not None:
+        composite = outcome.composite
+    if success is None and outcome is not None:
+        success = outcome.passed
+    return ImportedFigures(
+        yes_count=sum(said.values()),
+        composite=composite,
+        decisive=outcome.decisive if outcome else None,
+        passed=success,
+    )
+
+
+def _as_imported(grading: GradingRecord, rubric: Rubric | None, answers: dict[str, bool]) -> None:
+    """An imported verdict with no override in force, as imported: its judge's own
+    verdict, held by nothing (the screening's review reasons only put it in the queue),
+    and, where the rule recomputed its figures while an override was in force (a
+    checklist that answers every question), the import's figures of its answers again.
+    SREGym's composite is not at hand here: the rule's, which agrees with the composite
+    SREGym computes from its own checklist (same weights, two decimals), stands for it."""
+    grading.passed = grading.judge_passed
+    grading.held = False
+    grading.overridden = False
+    if rubric is not None and _answers_every_question(rubric, answers):
+        figures = imported_figures(rubric, answers, success=grading.judge_passed, composite=None)
+        grading.yes_count = figures.yes_count
+        grading.composite = figures.composite
+        grading.decisive = figures.decisive
+
+
 def apply_in_force(
     grading: GradingRecord,
     rubric: Rubric | None,
@@ -53,10 +116,14 @@ def apply_in_force(
     questions out) the rule cannot be applied: a verdict override decides ``passed``, or
     else the judge's own verdict stands (none for an unscored grading). A pass of a
     diagnosis flagged for injection stays held (``passed`` None) until a verdict override
-    is in force.
+    is in force. An imported SREGym verdict takes the rule only while an override is in
+    force: with none, it is SREGym's verdict as imported, held by nothing.
     """
+    if grading.judge_spec == SREGYM_JUDGE_SPEC and not in_force:
+        _as_imported(grading, rubric, answers)
+        return
     verdict = in_force.get(("verdict", ""))
-    if rubric is not None and answers and all(q.id in answers for q in rubric.questions):
+    if rubric is not None and _answers_every_question(rubric, answers):
         outcome = effective_outcome(rubric, answers, in_force)
         grading.yes_count = outcome.rule.yes_count
         grading.composite = outcome.rule.composite

@@ -21,11 +21,11 @@ from typing import Any
 from api.imports.jsonl import JsonlLine
 from api.imports.sregym import SregymAttempt, run_started_at
 from judge.rubric import Rubric
-from judge.rule import apply_rule
 from judge.screening import Screening, screen
 from judge.trace import Trace, screen_submission
 from storage.canonical import canonical_json, sha256_hex
 from storage.imports.tables import SREGYM_JUDGE_SPEC, SREGYM_RUBRIC_VERSION
+from storage.overrides import imported_figures
 from storage.tables import AnswerRecord, GradingRecord, SubmissionRecord, new_id
 
 __all__ = [
@@ -200,19 +200,12 @@ def sregym_grading(
         grading.detail = attempt.checklist_problem
         return grading, []
     said = {a.question_id: a.answer for a in attempt.answers}
-    outcome = apply_rule(rubric, said) if all(q.id in said for q in rubric.questions) else None
-    passed = (
-        attempt.success if attempt.success is not None else (outcome.passed if outcome else None)
-    )
+    figures = imported_figures(rubric, said, success=attempt.success, composite=attempt.composite)
     grading.status = "graded"
-    grading.yes_count = sum(said.values())
-    grading.composite = (
-        attempt.composite
-        if attempt.composite is not None
-        else (outcome.composite if outcome else None)
-    )
-    grading.passed = grading.judge_passed = passed
-    grading.decisive = outcome.decisive if outcome else None
+    grading.yes_count = figures.yes_count
+    grading.composite = figures.composite
+    grading.passed = grading.judge_passed = figures.passed
+    grading.decisive = figures.decisive
     grading.detail = "; ".join(found.notes) or None
     return grading, _answers(grading.id, attempt)
 
