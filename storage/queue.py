@@ -69,6 +69,8 @@ INTERNAL_ERROR = "internal_error"
 #: the audit event of a claim (or a judge move) that takes over a grading whose worker
 #: was lost: its lease ran out with no outcome stored and not given back
 LEASE_EXPIRED = "grading.lease_expired"
+#: the audit events of a claim's stored outcome: a deferral, or a verdict
+_OUTCOMES = ("grading.deferred", "grading.completed", "grading.unscored")
 #: a claim's pick: claimable gradings with their submissions, ground truths and the roles
 #: of the tokens that sent them
 _Pick = Select[GradingRecord, SubmissionRecord, str, str]
@@ -354,6 +356,29 @@ class QueueRepository:
         )
         payloads = await self._db.run_read(lambda s: s.scalars(query).all())
         return sum(str(p.get("reason", "")).startswith(INTERNAL_ERROR) for p in payloads)
+
+    async def outcome_stored(self, grading_id: str, worker_id: str, *, claim_count: int) -> bool:
+        """Whether ``worker_id``'s claim ``claim_count`` of ``grading_id`` stored its outcome,
+        whatever became of the grading since: a deferral by that worker naming the claim,
+        or a verdict by that worker with that claim the grading's last (as it stays once
+        a verdict is stored). One query of the audit log, which keeps every outcome."""
+        query = (
+            select(col(AuditRecord.event), col(AuditRecord.payload), col(GradingRecord.claim_count))
+            .join(GradingRecord, col(GradingRecord.id) == col(AuditRecord.entity_id))
+            .where(
+                col(AuditRecord.entity_id) == grading_id,
+                col(AuditRecord.entity_type) == "grading",
+                col(AuditRecord.actor) == worker_id,
+                col(AuditRecord.event).in_(_OUTCOMES),
+            )
+        )
+        rows = await self._db.run_read(lambda s: s.execute(query).all())
+        return any(
+            payload.get("claim_count") == claim_count
+            if event == "grading.deferred"
+            else last == claim_count
+            for event, payload, last in rows
+        )
 
     async def release_lease(self, grading_id: str, worker_id: str) -> bool:
         """Give a claimed grading back at once (e.g. on shutdown) so another worker takes it.

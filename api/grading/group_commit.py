@@ -8,9 +8,11 @@ serializes the audit appends. So the workers of a process hand their verdicts to
 (``QueueRepository.complete_many``) and answers each worker. Every verdict is still
 checked against its lease under a row lock, in the transaction that writes it; a
 batch that fails is retried verdict by verdict, so one bad verdict fails alone. A fault
-of the database's reach that storing alone meets too reaches the worker, which hands the
-same verdict over again after a pause (``api.grading.workers``): checked against its
-lease again, so it is never stored twice.
+of the database's reach (``database_fault``) is no verdict's: it reaches every worker
+of the batch, which hands the same verdict over again after a pause
+(``api.grading.workers``), checked against its lease again, so it is never stored twice;
+and a worker whose verdict is then refused, the batch's commit having gone through
+unacknowledged, knows to look whether its verdict landed.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from collections.abc import Mapping
 
 from judge.rubric import Rubric
 from storage import FinishedGrading
+from storage.errors import database_fault
 from storage.queue import QueueRepository
 
 __all__ = ["GroupCommit"]
@@ -45,7 +48,8 @@ class GroupCommit:
     async def complete(self, item: FinishedGrading) -> bool:
         """Store ``item`` (in a transaction with others); whether it was stored.
 
-        Raises what storing it alone raised.
+        Raises the fault of the database's reach its batch met, or what storing it
+        alone raised.
         """
         future: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
         self._waiting.append((item, future))
@@ -62,7 +66,10 @@ class GroupCommit:
             try:
                 items = [item for item, _ in batch]
                 stored = await self._queue.complete_many(items, current=self._current)
-            except Exception:
+            except Exception as exc:
+                if database_fault(exc):
+                    _answer(batch, exc)
+                    continue
                 log.warning("a group commit of %d verdicts failed; one by one", len(batch))
                 await self._one_by_one(batch)
                 continue
@@ -75,8 +82,14 @@ class GroupCommit:
             try:
                 done = await self._queue.complete_many([item], current=self._current)
             except Exception as exc:
-                if not future.done():
-                    future.set_exception(exc)
+                _answer([(item, future)], exc)
             else:
                 if not future.done():
                     future.set_result(done[0])
+
+
+def _answer(batch: list[tuple[FinishedGrading, asyncio.Future[bool]]], error: Exception) -> None:
+    """Raise ``error`` to the workers waiting on ``batch``."""
+    for _, future in batch:
+        if not future.done():
+            future.set_exception(error)

@@ -402,7 +402,7 @@ class GradingWorkers:
         self, claim: Claim, lease: _Lease, write: Callable[[], Awaitable[bool]]
     ) -> bool | None:
         """Run ``write``, which stores ``claim``'s outcome: whether it stored it, or None
-        when the database did not take it.
+        when the database did not take it or did not say whether it had.
 
         A fault of the database's reach (``database_fault``) passes: ``write`` runs again
         after a pause (``STORE_RETRY_SECONDS``, doubling) while ``lease`` holds (the
@@ -410,36 +410,51 @@ class GradingWorkers:
         began, not past its deadline. Each run checks the lease under a row lock in the
         transaction that writes, so no run stores a second outcome (one whose commit went
         through unacknowledged is found done, and refused: :meth:`_landed` then tells
-        whether it was this run's outcome). Given up, the grading is left to its lease,
-        which runs out: a lost worker, not an ``internal_error`` try, and a fault that
-        never passes is bounded by ``WORKER_LOSSES``. Any other error is raised.
+        whether it was this claim's outcome, read again the same way after a fault of its
+        own, the lease no bound: a read changes nothing). Given up writing, the grading is
+        left to its lease, which runs out: a lost worker, not an ``internal_error`` try,
+        and a fault that never passes is bounded by ``WORKER_LOSSES``. Given up reading,
+        the outcome is counted discarded (the metric of results not known to be stored),
+        never stored on a guess. Any other error is raised.
         """
         loop = asyncio.get_running_loop()
         give_up = loop.time() + self.services.settings.lease_seconds
         pause = STORE_RETRY_SECONDS
         fault: Exception | None = None
+        refused = False  # a write made again after a fault was refused: did the first land?
         while True:
             try:
-                stored = await write()
+                if not refused:
+                    stored = await write()
+                    if stored or fault is None:
+                        return stored
+                    refused = True
+                return await self._landed(claim)
             except Exception as exc:
                 if not database_fault(exc):
                     raise
                 fault = exc
-            else:
-                return stored or (fault is not None and await self._landed(claim))
+            until = give_up if refused else min(lease.until, give_up)
             shutdown = self._deadline is not None and time.monotonic() + pause >= self._deadline
-            if shutdown or loop.time() + pause >= min(lease.until, give_up):
+            if shutdown or loop.time() + pause >= until:
                 break
             log.warning(
-                "storing the outcome of %s met a database fault (%s); storing it again in %.1fs",
-                claim.grading_id, type(fault).__name__, pause,
+                "%s the outcome of %s met a database fault (%s); again in %.1fs",
+                "reading whether it stored" if refused else "storing", claim.grading_id,
+                type(fault).__name__, pause,
             )  # fmt: skip
             await asyncio.sleep(pause)
             pause = min(2 * pause, STORE_RETRY_MAX_SECONDS)
-        log.error(
-            "the database did not take the outcome of %s; its lease runs out and another "
-            "claim grades it", claim.grading_id, exc_info=fault,
-        )  # fmt: skip
+        if refused:
+            log.error(
+                "whether the outcome of %s was stored could not be read; counted discarded",
+                claim.grading_id, exc_info=fault,
+            )  # fmt: skip
+        else:
+            log.error(
+                "the database did not take the outcome of %s; its lease runs out and another "
+                "claim grades it", claim.grading_id, exc_info=fault,
+            )  # fmt: skip
         return None
 
     async def _deferred(
@@ -472,15 +487,13 @@ class GradingWorkers:
 
     async def _landed(self, claim: Claim) -> bool:
         """Whether ``claim``'s outcome is stored although a write of it met a database
-        fault and the next was refused: its commit went through unacknowledged. The
-        grading then has a result, or waits deferred with no lease; another worker could
-        have stored neither while this one held the lease."""
-        view = await self.services.store.gradings.get(claim.grading_id)
-        if view is None:
-            return False
-        grading = view.grading
-        deferred = grading.lease_owner is None and grading.pending_reason is not None
-        return grading.status != "pending" or deferred
+        fault and the next was refused: its commit went through unacknowledged. Asked of
+        this claim's own outcome in the audit log, not of the grading as it stands now,
+        which a later claim may hold already (a deferral due again while the store
+        retried)."""
+        return await self.services.store.queue.outcome_stored(
+            claim.grading_id, self.worker_id, claim_count=claim.claim_count
+        )
 
     async def _failed(
         self,

@@ -18,6 +18,7 @@ from api.grading.workers import GradingWorkers
 from api.service.runtime import Runtime
 from api.service.settings import Settings
 from judge.backends.scripted import ScriptedBackend
+from judge.errors import JudgeUnavailable
 from storage import FinishedGrading, Store
 from storage.queue import QueueRepository
 from tests.storage.helpers import graded_result, new_submission, sregym_rubric
@@ -156,6 +157,27 @@ async def test_passing_locks_as_many_as_the_internal_error_tries_leave_the_gradi
     assert len(backend.requests) == 1
 
 
+#: a commit that went through, whose answer never reached the process
+DROPPED = OperationalError("COMMIT", {}, Exception("server closed the connection"))
+
+
+async def counted(client: Any, admin: dict[str, str], total: int) -> str:
+    """The /metrics text once ``total`` outcomes are counted (stored, deferred or
+    discarded): a worker counts its outcome once its store returns."""
+    names = (
+        "sre_judge_gradings_total",
+        "sre_judge_grading_results_discarded_total",
+        "sre_judge_gradings_deferred_total",
+    )
+    scrape = ""
+    for _ in range(200):
+        scrape = (await client.get("/metrics", headers=admin)).text
+        if sum(_metric(scrape, name) for name in names) >= total:
+            break
+        await asyncio.sleep(0.05)
+    return scrape
+
+
 async def test_a_verdict_whose_commit_went_through_unacknowledged_is_counted_stored(
     api_client: Any, tokens: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -170,7 +192,7 @@ async def test_a_verdict_whose_commit_went_through_unacknowledged_is_counted_sto
         stored = await real(self, items, **kwargs)
         if not dropped:  # committed; the answer never reaches the worker
             dropped.append(1)
-            raise OperationalError("COMMIT", {}, Exception("server closed the connection"))
+            raise DROPPED
         return stored
 
     monkeypatch.setattr(QueueRepository, "complete_many", unacknowledged)
@@ -178,15 +200,112 @@ async def test_a_verdict_whose_commit_went_through_unacknowledged_is_counted_sto
     async with api_client(**judge, **FAST_RETRY) as client:
         location = await submitted(client, agent)
         grading = await first_set(client, location, agent, "passed")
-        for _ in range(100):  # the worker hears of it once its write made again returns
-            scrape = (await client.get("/metrics", headers=admin)).text
-            counted = ("sre_judge_gradings_total", "sre_judge_grading_results_discarded_total")
-            if any(_metric(scrape, name) for name in counted):
-                break
-            await asyncio.sleep(0.05)
+        scrape = await counted(client, admin, 1)
     assert dropped == [1] and grading["status"] == "graded"
     assert _metric(scrape, "sre_judge_gradings_total", status="graded") == 1
     assert _metric(scrape, "sre_judge_grading_results_discarded_total") == 0
+
+
+async def test_verdicts_stored_together_whose_commit_went_through_unacknowledged_are_counted_stored(
+    api_client: Any, tokens: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Verdicts finished together are stored in one transaction; when its commit goes
+    through unacknowledged, each worker writes its verdict again, is refused (the
+    grading is done) and counts it among the gradings stored, not the results
+    discarded."""
+    agent, admin = await tokens("submitter"), await tokens("admin")
+    real = QueueRepository.complete_many
+    batches: list[int] = []
+
+    async def unacknowledged(self: QueueRepository, items: Any, **kwargs: Any) -> list[bool]:
+        batches.append(len(items))
+        if len(batches) == 1:  # the first write is slow: the next verdicts gather meanwhile
+            await asyncio.sleep(0.5)
+        stored = await real(self, items, **kwargs)
+        if len(items) > 1 and not any(n > 1 for n in batches[:-1]):
+            raise DROPPED  # the first batch of several: committed, never acknowledged
+        return stored
+
+    monkeypatch.setattr(QueueRepository, "complete_many", unacknowledged)
+    judge = scripted_judge(*[sregym_reply(set(IDS), evidence="USER_PORT=9999")] * 6)
+    async with api_client(**judge, **FAST_RETRY, workers=4) as client:
+        locations = list(await asyncio.gather(*(submitted(client, agent) for _ in range(3))))
+        scrape = await counted(client, admin, 3)
+        statuses = [(await client.get(loc, headers=agent)).json()["status"] for loc in locations]
+    assert any(n > 1 for n in batches), batches
+    assert statuses == ["graded"] * 3
+    assert _metric(scrape, "sre_judge_gradings_total", status="graded") == 3
+    assert _metric(scrape, "sre_judge_grading_results_discarded_total") == 0
+
+
+async def test_a_deferral_whose_commit_went_through_unacknowledged_is_counted_once_claimed_again(
+    api_client: Any, tokens: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A deferral's commit goes through unacknowledged, and the grading, due again, is
+    claimed anew before the worker writes the deferral again: that write is refused, and
+    the deferral the worker stored is counted deferred all the same, as is the next
+    claim's."""
+    agent, admin = await tokens("submitter"), await tokens("admin")
+    monkeypatch.setattr(workers, "STORE_RETRY_SECONDS", 0.5)
+    real = QueueRepository.defer
+    claims: list[int] = []
+
+    async def unacknowledged(self: QueueRepository, *args: Any, **kwargs: Any) -> bool:
+        claims.append(kwargs["claim_count"])
+        if kwargs["claim_count"] > 1:  # the next claim defers after the first one's retry
+            await asyncio.sleep(1.0)
+        stored = await real(self, *args, **kwargs)
+        if len(claims) == 1:
+            raise DROPPED
+        return stored
+
+    monkeypatch.setattr(QueueRepository, "defer", unacknowledged)
+    down = ScriptedBackend([JudgeUnavailable("connection refused") for _ in range(2)], model="d")
+    spec = "openai:down@http://127.0.0.1:9/v1"
+    settings = {"judge_max_attempts": 1, "judge_retry_seconds": 0.01, "poll_seconds": 0.02}
+    async with api_client(judge=spec, backends={spec: down}, **settings) as client:
+        await submitted(client, agent)
+        scrape = await counted(client, admin, 2)
+    assert sorted(claims[:3]) == [1, 1, 2], claims  # claim 1 wrote again while 2 held it
+    assert _metric(scrape, "sre_judge_grading_results_discarded_total") == 0
+    assert _metric(scrape, "sre_judge_gradings_deferred_total") == 2
+
+
+async def test_a_fault_while_reading_whether_a_verdict_landed_is_read_past(
+    api_client: Any, tokens: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Whether a verdict whose commit went through unacknowledged was stored is read
+    again when that read meets a database fault too: the verdict is counted stored, not
+    discarded, and no ``internal_error`` try is made of it."""
+    agent, admin = await tokens("submitter"), await tokens("admin")
+    real, real_read = QueueRepository.complete_many, QueueRepository.outcome_stored
+    dropped: list[int] = []
+    reads: list[int] = []
+
+    async def unacknowledged(self: QueueRepository, items: Any, **kwargs: Any) -> list[bool]:
+        stored = await real(self, items, **kwargs)
+        if not dropped:
+            dropped.append(1)
+            raise DROPPED
+        return stored
+
+    async def flaky_read(self: QueueRepository, *args: Any, **kwargs: Any) -> bool:
+        reads.append(1)
+        if len(reads) == 1:
+            raise OperationalError("SELECT", {}, Exception("server closed the connection"))
+        return await real_read(self, *args, **kwargs)
+
+    monkeypatch.setattr(QueueRepository, "complete_many", unacknowledged)
+    monkeypatch.setattr(QueueRepository, "outcome_stored", flaky_read)
+    judge = scripted_judge(*[sregym_reply(set(IDS), evidence="USER_PORT=9999")] * 3)
+    async with api_client(**judge, **FAST_RETRY) as client:
+        location = await submitted(client, agent)
+        scrape = await counted(client, admin, 1)
+        grading = (await client.get(location, headers=agent)).json()
+    assert dropped == [1] and reads == [1, 1]
+    assert (grading["status"], grading["unscored_reason"]) == ("graded", None)
+    assert _metric(scrape, "sre_judge_grading_results_discarded_total") == 0
+    assert _metric(scrape, "sre_judge_gradings_total", status="graded") == 1
 
 
 def _metric(scrape: str, name: str, **labels: str) -> float:
