@@ -629,10 +629,8 @@ class GradingWorkers:
             )
         except InputError as exc:
             return unscored_result(claim, "invalid_input", str(exc))
-        try:  # before the marks: a model seen replaced makes this grading provisional
-            await services.backends.follow_digests(claim.judge_spec, result.calls)
-        except Exception:  # the identity is checked again with the next grading
-            log.exception("checking the model digest of %s failed", claim.judge_spec)
+        # before the marks: a model seen replaced makes this grading provisional
+        await services.backends.follow_digests(claim.judge_spec, result.calls)
         # each judge's health from its own calls: a panel member is failing when its
         # last call failed in a way retrying later fixes, whatever became of the others'.
         # Only calls that reached it say so: a reply from the judge cache or a batch's

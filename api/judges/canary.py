@@ -115,14 +115,10 @@ async def measured_digest(
     a judge known by its completions' fingerprint only is known by the one they carried,
     and a model replaced behind the name is seen. None: the judge reports none.
 
-    A look-up that fails (a judge host too slow to answer it in time, a busy database)
-    is logged and the digest known before stands (or none), as a grading worker goes on:
-    the run's paid judge calls are never thrown away for it."""
+    A look-up that fails leaves the digest known before (or none): the run's paid judge
+    calls are never thrown away for it (``BackendPool.follow_digests``)."""
     calls = [call for result in results for call in result.calls]
-    try:
-        await services.backends.follow_digests(spec, calls)
-    except Exception:  # the identity is checked again at the judge's next use
-        log.exception("checking the model digest of %s failed", spec)
+    await services.backends.follow_digests(spec, calls)
     return services.backends.digests.known(services.backends.get(spec))
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import socket
 import uuid
@@ -37,6 +38,8 @@ __all__ = [
     "intake_at_once",
     "new_worker_id",
 ]
+
+log = logging.getLogger("sre_judge.judges")
 
 
 def new_worker_id() -> str:
@@ -208,14 +211,22 @@ class BackendPool:
     async def follow_digests(self, judge_spec: str, calls: Sequence[JudgeCall]) -> None:
         """After a grading by ``judge_spec`` (one judge or a panel): note its calls'
         fingerprints and make sure each judge's digest is known, so that a model
-        replaced behind a name is seen whether or not the judge cache was asked."""
+        replaced behind a name is seen whether or not the judge cache was asked.
+
+        A look-up that fails or takes over 10 s (a judge host too slow, a busy database)
+        is logged and the digest known before stands: the identity is checked again at
+        the judge's next use, and what the calls were made for (a grading, a calibration
+        or canary run) is never lost for it."""
         for member in member_specs(judge_spec):
             backend = self.limited(member)
             for call in self.calls_of(member, calls):
                 if call.completion is not None and not call.cached:
                     self.digests.observe(backend, call.completion.fingerprint)
-            async with asyncio.timeout(10):
-                await self.digests.current(backend)
+            try:
+                async with asyncio.timeout(10):
+                    await self.digests.current(backend)
+            except Exception:
+                log.exception("checking the model digest of %s failed", member)
 
     def digest_of(self, judge_spec: str) -> str | None:
         """The digest of the model behind ``judge_spec`` as last seen (a panel: its
