@@ -10,7 +10,8 @@ contradicts the ground truth when all of these hold, which keeps false alarms ra
   ground truth has one replica count (a bare "port 8080" may be any of several ports);
 - the diagnosis reports it as the value the thing has: it does not propose it ("should
   be raised to 1Gi" is advice), nor give it as one the thing had or does not have ("was
-  512Mi before someone lowered it", "no longer 512Mi", "scaled down from 3 replicas");
+  512Mi before someone lowered it", "had 3 replicas before someone scaled it down", "no
+  longer 512Mi", "scaled down from 3 replicas");
 - it is not another component's: where the caller knows the ground truth's components
   (``elsewhere``), a value whose sentence names another one before it, and none of
   them ("redis, whose memory limit is 1Gi, is fine"), is not compared; one named only

@@ -25,7 +25,8 @@ values``:
   than what was done ("all traffic to geo on port 8083 is dropped"), the old side of a
   change ("from 512Mi to 256Mi": 512Mi; what a replacement replaced, ``nginx:1.24`` of
   "nginx:1.24 was replaced by nginx:1.25" or "replaced nginx:1.24 with nginx:1.25"; a
-  former value, "(was X)", "previously X"), a default or usual value ("default 10",
+  former value, "(was X)", "previously X", "previously set to X" beside the change
+  the fault made), a default or usual value ("default 10",
   "instead of about 40 ms"), everything after ``Affected:`` or ``Healthy:``, status and
   exit codes, and the request paths of symptoms ("/hotels returns 500");
 - ``consistent_values``: no value the diagnosis reports contradicts the description's
@@ -39,7 +40,7 @@ adjudicator reads at a glance, what it looked for in the diagnosis. An empty gro
 truth (control scenario), one without a header, or a description without values gives
 no condition.
 
-Why this module is long (about 550 lines): it is one reading, what a ground truth
+Why this module is long (about 570 lines): it is one reading, what a ground truth
 requires of a diagnosis. Most of it is the reading of the description (its values, which
 of them the fault set and which it did not, its lists of affected and healthy
 components), which the conditions share and which has no use apart from them.
@@ -154,9 +155,9 @@ _PHRASE_WORD = (
 #: "from" and "to"; the ``old`` phrase of a replacement: the object of "replace X with
 #: Y" (up to four words, more where "with" or "by" closes them) and "Y replaced X", not
 #: "the replaced X", the subject of "X was replaced by Y", without what it belonged to,
-#: "the value" of "the value of KEY"; "(was X)", "previously X", "formerly set to X",
-#: but not the value of "was originally set to X", which may be the one the fault set),
-#: a default or usual value, the request path of a symptom, a status or exit code
+#: "the value" of "the value of KEY"; "(was X)", "previously X", "formerly X"; for
+#: "previously set to X", :data:`_FORMER_SETTING`), a default or usual value, the request
+#: path of a symptom, a status or exit code
 _NOT_SET = (
     re.compile(r"\bfrom\s+[^\s,;()]+(?:\s+[^\s,;()]+){0,2}?(?=\s+to\s)", re.I),
     re.compile(
@@ -178,9 +179,7 @@ _NOT_SET = (
         re.I,
     ),
     re.compile(
-        r"(?:(?<!\bwas\s)(?<!\bwere\s)(?<!\bis\s)(?<!\bare\s)(?<!\bbeen\s)"
-        r"\b(?:previously|formerly|originally)\s*:?\s+(?:(?:was|were|set\s+to|at)\s+)?"
-        r"|\b(?:previously|formerly|originally)\s*:?\s+(?:(?:was|were|at)\s+)?(?!set\b))"
+        r"\b(?:previously|formerly|originally)\s*:?\s+(?:(?:was|were|at)\s+)?(?!set\b)"
         r"(?P<old>[^\s,;()]+)",
         re.I,
     ),
@@ -213,6 +212,23 @@ _CHANGE_VERB = re.compile(
 )
 #: where a clause of a description ends: a semicolon, or a sentence's end
 _CLAUSE_END = re.compile(r";|(?<=[.!?])\s+")
+#: a value a setting had before the change ("was previously set to 512Mi; the fault
+#: lowered it to 64Mi", "which was originally set to 512Mi, was lowered to 64Mi"), unless
+#: "by" names who set it ("was originally set to 64Mi by the fault"): where the
+#: description states no other change, it is the value the fault set
+_FORMER_SETTING = re.compile(
+    r"\b(?:previously|formerly|originally)\s*:?\s+(?:(?:was|were)\s+)?set\s+to\s+"
+    r"(?P<old>[^\s,;()]+)(?![^\s,;()])(?!\s+by\s+(?!default\b))",
+    re.I,
+)
+
+
+def _without_former_settings(text: str) -> str:
+    """``text`` without the values :data:`_FORMER_SETTING` gives as former, where it
+    states another change (:data:`_CHANGE_VERB`)."""
+    if not _CHANGE_VERB.search(_FORMER_SETTING.sub(" ", text)):
+        return text
+    return _FORMER_SETTING.sub(_unset, text)
 
 
 def _change_of(description: str) -> str:
@@ -220,8 +236,10 @@ def _change_of(description: str) -> str:
     clauses that say what was done (:data:`_CHANGE_VERB`; all of them where none does),
     without the old side of a change (what it replaced, a former value), defaults and
     usual values, status and exit codes, and the request paths of symptoms
-    (:data:`_NOT_SET`); never what follows ``Affected:`` or ``Healthy:``."""
-    clauses = [c.strip() for c in _CLAUSE_END.split(_AFTERMATH.sub("", description))]
+    (:data:`_FORMER_SETTING`, :data:`_NOT_SET`); never what follows ``Affected:`` or
+    ``Healthy:``."""
+    stated = _without_former_settings(_AFTERMATH.sub("", description))
+    clauses = [c.strip() for c in _CLAUSE_END.split(stated)]
     done = [c for c in clauses if c and _CHANGE_VERB.search(c)]
     change = "; ".join(done or [c for c in clauses if c])
     for pattern in _NOT_SET:

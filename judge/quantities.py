@@ -12,19 +12,20 @@ Each quantity carries its *subject*: the nearest words of its clause that say wh
 value it is (``limit`` or ``request``, ``timeout`` or ``latency``, ``targetport``,
 ``graceperiod``...), never taken across a comma, an opening parenthesis, a semicolon,
 "and", "but", "instead of" or a comparison with a value ("below", "exceeds", "than"...
-before a number), nor past the value beside it (the two sides of a change, "from 512Mi to
-256Mi", share theirs): in "90% of CFS periods are throttled and requests take 5 s", 5 s
-is no period, and in "its memory limit is below the 300Mi the JVM needs", 300Mi is no
-limit.
+before a number, or before determiners and possessives and then one), nor past the
+value beside it (the two sides of a change, "from 512Mi to 256Mi", share theirs): in
+"90% of CFS periods are throttled and requests take 5 s", 5 s is no period, and in "its
+memory limit is below the 300Mi the JVM needs" or "far below the JVM's 300Mi heap",
+300Mi is no limit.
 A quantity also says whether its sentence proposes it (``advice``) or gives it as a
 value the thing had or does not have (``former``: "from 3 replicas", "no longer 512Mi",
-"was 512Mi before it was lowered"; not a value a change set, "lowered to 256Mi before
-the incident"), and a range ("40-60%", "between 40% and 60%") is one quantity with both
-ends.
+"was 512Mi before it was lowered", "had 3 replicas before someone scaled it down"; not
+a value a change set, "lowered to 256Mi before the incident"), and a range ("40-60%",
+"between 40% and 60%") is one quantity with both ends.
 Two quantities are about the same thing when kind and subject agree; judging
 contradictions is ``judge.contradictions``' job.
 
-Why this module is long (about 550 lines): it is one reading, a number with the words
+Why this module is long (about 580 lines): it is one reading, a number with the words
 around it. Kubernetes' quantity grammar, the units, the patterns that say what a number
 counts, and the clause rules that give it its subject and say whether it is reported,
 proposed, former or a range's end decide together what one value is; none of them reads
@@ -83,15 +84,27 @@ _FORMER_BEFORE = re.compile(
     r"(?:\s+(?:be|been|set|to|at|of|the|a|an|its|about|around))*\s*\Z",
     re.I,
 )
-#: or the words just after a value the thing "was" ("512Mi before someone lowered it",
-#: "was 1Gi until Monday"); not after a value a change set, which the thing has since
-#: ("lowered to 256Mi before the incident", "cut to 256Mi earlier today")
-_WAS = re.compile(
-    r"\b(?:was|were|had\s+been|used\s+to\s+be)(?:\s+(?:at|about|around|only|still))?\s*\Z",
-    re.I,
-)
+#: or the words just after it ("was 512Mi before someone lowered it", "had 3 replicas
+#: before someone scaled it down", "was set to 1Gi until Monday")
 _FORMER_AFTER = re.compile(
     r"\s*(?:before|previously|formerly|originally|initially|earlier|until)\b", re.I
+)
+#: the verbs of a change to a value
+_CHANGED = (
+    r"(?:lowered|cut|reduced|raised|increased|decreased|dropped|bumped|changed|updated|scaled)"
+)
+#: a change that set the value, its "to" right before it: the thing has that value since
+#: ("lowered to 256Mi before the incident", "cut cart's memory limit to 256Mi earlier
+#: today", "had been set to 256Mi"); a bare "set to" is not one ("was set to 1Gi until")
+_CHANGED_TO = re.compile(
+    rf"\b(?:{_CHANGED}|(?:had|has|have)\s+been\s+set)\b[^,;(]*?\bto\s+"
+    r"(?:(?:about|around)\s+)?\Z",
+    re.I,
+)
+#: unless another change follows the after-word: then the value is the one it replaced
+#: ("raised to 1Gi before someone lowered it")
+_CHANGED_AFTER = re.compile(
+    rf"\s*(?:before|until)\s+(?:[\w'\u2019]+\s+){{0,3}}?(?:{_CHANGED}|set)\b", re.I
 )
 _SENTENCE_END = re.compile(r"[.!?](?=\s|$)|[;\n]")
 _WORD_NUMBERS = {"zero": 0, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5}
@@ -222,25 +235,40 @@ _LINK = r"(?:\s?[:=]|\s(?:is|was|were|are|set|changed|updated|from|to|of|number|
 #: where a clause ends: the words of another clause say nothing about a value ("about 90%
 #: of CFS periods are throttled and requests take 5 s": 5 s is no period), nor do those
 #: of a comparison with a value ("its memory limit is below the 300Mi the JVM needs":
-#: 300Mi is no limit, "its CPU request exceeds the 4 cores a node has": 4 cores is no
-#: request); a comparison word before no value ends nothing ("lowered over the weekend
-#: to 256Mi")
+#: 300Mi is no limit, "its CPU request exceeds each node's 4 cores": 4 cores is no
+#: request), the value a few words on, none of them a verb or "to": determiners,
+#: possessives (:data:`_BEFORE_COMPARED`); a comparison word before no value ends
+#: nothing ("lowered over the weekend to 256Mi")
+_BEFORE_COMPARED = (
+    r"(?:(?:the|a|an|each|every|any|its|their|this|that|one|about|around|roughly|nearly"
+    r"|almost|only|just|[\w-]+['\u2019]s)\s+){0,3}"
+)
 _BREAK = (
     r"[,;(]|\b(?:and|but|instead\s+of)\b"
-    r"|\b(?:below|above|under|over|exceed\w*|than|beyond)\s+(?:(?:the|a|an)\s+)?(?=\.?\d)"
+    rf"|\b(?:below|above|under|over|exceed\w*|than|beyond)\s+{_BEFORE_COMPARED}(?=\.?\d)"
 )
 #: the words between a port or replicas word and the "to N" that gives its value: a few,
 #: of the same clause ("targetPort was misconfigured, leading to 500 errors": no port)
 _IN_CLAUSE = rf"(?:(?!{_BREAK})[^.;\n]){{0,30}}?"
+#: a word that ends in s and is no plural noun
+_NOT_PLURAL = r"(?:its|this|his|was|is|has|does|as|thus|plus|always|across|unless|[a-z]*(?:ss|us))"
+#: words between a participle and the plural noun it qualifies: no article, preposition
+#: or conjunction, which would make the participle a verb with an object
+_QUALIFIER = (
+    r"\s(?!(?:the|a|an|its|their|this|that|these|those|to|of|in|on|at|for|with|by|from"
+    r"|into|and|or)\b)[a-z-]+"
+)
 #: after a replica count or the N of such a "to N", no noun but replicas or pods:
 #: "leading to 500 errors", "scaled to 2 nodes" count something else; a participle
-#: ("scaled to 2 causing an outage") counts nothing, unless it qualifies the noun after
-#: it ("leading to 500 failing requests")
+#: ("scaled to 2 causing an outage") counts nothing, unless it qualifies a plural noun
+#: up to three words on ("leading to 500 failing requests", "leading to 503 failing
+#: checkout requests")
 _COUNTS_NOTHING_ELSE = (
     r"(?!\s?(?!(?:replicas?|pods?|instances?|and|or|but|so|then|by|at|in|on|of|from|for"
     r"|with|after|before|because|since|while|when|where|which|who|that|as|is|was|were|are"
     r"|has|had|instead|now|again|until|via|without|though|although|if)\b"
-    r"|\w+ing\b(?!\s(?!(?:replicas|pods|instances)\b)[a-z]+s\b))[a-z])"
+    rf"|\w+ing\b(?!(?:{_QUALIFIER}){{0,2}}\s(?!(?:replicas|pods|instances|{_NOT_PLURAL})\b)"
+    r"[a-z]+s\b))[a-z])"
 )
 #: "of <name>" after a setting's word: "the CPU limit of the geo container", "the
 #: targetPort of the profile Service"
@@ -325,8 +353,8 @@ _CHANGE_LINK = re.compile(r"\s*(?:to|->|=>|\u2192)\s*", re.I)
 
 def _clause_breaks(text: str, low: int, high: int) -> list[re.Match[str]]:
     """The clause breaks that begin in ``text[low:high]`` (a comparison's looks past
-    ``high`` for the value it compares with)."""
-    return [m for m in _CLAUSE_BREAK.finditer(text, low, high + 2) if m.start() < high]
+    ``high`` for the value it compares with, a few words on)."""
+    return [m for m in _CLAUSE_BREAK.finditer(text, low, high + 40) if m.start() < high]
 
 
 def _before_start(text: str, low: int, start: int) -> int:
@@ -472,11 +500,14 @@ def _range_low(text: str, low: int, reading: _Reading) -> Decimal | None:
 
 def _is_former(text: str, low: int, start: int, end: int, high: int) -> bool:
     """Whether the words just before the number (:data:`_FORMER_BEFORE`), or just after
-    the value of a "was N" (:data:`_WAS`, :data:`_FORMER_AFTER`), say the thing had it
-    before or does not have it."""
+    its value (:data:`_FORMER_AFTER`; not after a change that set it,
+    :data:`_CHANGED_TO`, unless another change follows, :data:`_CHANGED_AFTER`), say the
+    thing had it before or does not have it."""
     if _FORMER_BEFORE.search(text, low, start):
         return True
-    return bool(_WAS.search(text, low, start) and _FORMER_AFTER.match(text, end, high))
+    if not _FORMER_AFTER.match(text, end, high):
+        return False
+    return not _CHANGED_TO.search(text, low, start) or bool(_CHANGED_AFTER.match(text, end))
 
 
 def _between(text: str, first: _Reading, second: _Reading) -> bool:

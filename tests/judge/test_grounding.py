@@ -429,20 +429,55 @@ def test_the_old_side_of_a_replacement_is_not_a_mutated_value(
     [
         ("The memory limit was originally set to 64Mi by the fault.", ("64Mi",)),
         ("The memory limit was previously set to 64Mi by the chaos run.", ("64Mi",)),
-        # a former value set apart from what the clause says was done is still none
+        ("The memory limit was originally set to 64Mi.", ("64Mi",)),
+        # a former value beside the change the description states is still none
         ("The memory limit, originally set to 512Mi, was lowered to 64Mi.", ("64Mi",)),
         ("The memory limit was previously 512Mi and was lowered to 64Mi.", ("64Mi",)),
+        (
+            "The cart container's memory limit was previously set to 512Mi; the fault lowered "
+            "it to 64Mi.",
+            ("64Mi",),
+        ),
+        (
+            "The cart container's memory limit, which was originally set to 512Mi, was "
+            "lowered to 64Mi.",
+            ("64Mi",),
+        ),
+        ("The memory limit was previously set to 512Mi. The fault lowered it to 64Mi.", ("64Mi",)),
     ],
 )
 def test_a_value_a_clause_says_was_set_is_a_mutated_value(
     description: str, mutated: tuple[str, ...]
 ) -> None:
     """A value the description says was set ("was originally set to 64Mi by the
-    fault") is a value the fault set, whatever word of time comes with it: only a value
-    it gives as the setting's before the change is not."""
+    fault", or "was originally set to 64Mi" as the only change it states) is a value the
+    fault set, whatever word of time comes with it; a value it gives as the setting's
+    before another change ("was previously set to 512Mi; the fault lowered it to 64Mi")
+    is not."""
     facts = facts_of("[fault_spec] component=deployment/x; namespace=n || " + description)
     assert facts is not None
     assert facts.mutated == mutated
+
+
+@pytest.mark.parametrize(
+    "description",
+    [
+        "The cart container's memory limit was previously set to 512Mi; the fault lowered it"
+        " to 64Mi.",
+        "The cart container's memory limit, which was originally set to 512Mi, was lowered to"
+        " 64Mi.",
+    ],
+)
+def test_a_diagnosis_that_gives_only_the_former_setting_does_not_meet_the_values_condition(
+    description: str,
+) -> None:
+    """D2-Q2: the value a setting had before the fault changed it ("was previously set to
+    512Mi") is no value the fault set, so a diagnosis that gives only that one fails."""
+    facts = facts_of("[fault_spec] component=deployment/cart; namespace=shop || " + description)
+    assert facts is not None
+    diagnosis = "cart's memory limit is 512Mi, too small for its heap, so the pods are OOMKilled."
+    assert check_condition("values", facts, diagnosis) is not None
+    assert check_condition("values", facts, "cart's memory limit is 64Mi") is None
 
 
 @pytest.mark.parametrize(
@@ -589,3 +624,103 @@ async def test_a_right_diagnosis_with_unicode_hyphens_is_not_vetoed(
     assert [a.question_id for a in result.answers if a.judge_answer and not a.answer] == []
     assert result.outcome.passed
     assert "judge_overruled" not in result.review_reasons
+
+
+#: the examples docs/judges.md gives of ``grounding: values``: (description, or a whole
+#: ground truth, a diagnosis, whether the diagnosis names a value the fault set)
+DOCUMENTED_VALUES = [
+    # what followed the change is no value it set
+    (
+        "A NetworkPolicy selecting app=geo was added; all traffic to geo on port 8083 is dropped.",
+        "traffic to geo on port 8083 is dropped",
+        False,
+    ),
+    (
+        "POOL_SIZE was set to 2; under load requests time out after 30000ms.",
+        "requests time out after 30000ms",
+        False,
+    ),
+    # the old side of a change
+    ("The memory limit was lowered from 512Mi to 256Mi.", "its memory limit is 512Mi", False),
+    ("The memory limit was lowered from 512Mi to 256Mi.", "its memory limit is 256Mi", True),
+    ("nginx:1.24 was replaced by nginx:1.25.", "the image is nginx:1.24", False),
+    ("nginx:1.24 was replaced by nginx:1.25.", "the image is nginx:1.25", True),
+    ("The fault replaced nginx:1.24 with nginx:1.25.", "the image is nginx:1.24", False),
+    ("nginx:1.25 replaced nginx:1.24.", "the image is nginx:1.24", False),
+    # a former value
+    ("The memory limit was changed to 256Mi (was 512Mi).", "its memory limit is 512Mi", False),
+    ("POOL_SIZE, previously 20, was set to 5.", "the pool holds 20 connections", False),
+    ("The image was changed to nginx:1.25, formerly nginx:1.24.", "the image is nginx:1.24", False),
+    (
+        "The memory limit was previously set to 512Mi; the fault lowered it to 64Mi.",
+        "its memory limit is 512Mi",
+        False,
+    ),
+    (
+        "The memory limit, which was originally set to 512Mi, was lowered to 64Mi.",
+        "its memory limit is 512Mi",
+        False,
+    ),
+    ("The memory limit was originally set to 64Mi by the fault.", "its limit is 64Mi", True),
+    ("The memory limit was originally set to 64Mi.", "its limit is 64Mi", True),
+    # a default or usual value
+    ("The env var POOL_SIZE was set to 2 (default 10).", "the pool holds 10 connections", False),
+    (
+        "The Hikari pool size was set to 2; requests take 3 s instead of about 40 ms.",
+        "requests used to take about 40 ms",
+        False,
+    ),
+    # what follows Affected: or Healthy:, a status or exit code, a symptom's request path
+    (
+        "The targetPort was changed to 8082. Affected: frontend (requests return 500). "
+        "Healthy: profile (listening on 8081).",
+        "profile listens on 8081",
+        False,
+    ),
+    (
+        "The memory limit was lowered to 256Mi; the JVM is OOMKilled (exit code 137).",
+        "the pod exits with code 137",
+        False,
+    ),
+    ("The Hikari pool size was set to 2; /hotels returns 500.", "/hotels returns 500", False),
+    # the name of a component that is configuration itself
+    (
+        "[fault_spec] component=secret/mongodb-profile-auth; namespace=n || It was deleted.",
+        "the Secret mongodb-profile-auth is gone",
+        True,
+    ),
+    (
+        "[fault_spec] component=networkpolicy/deny-geo-ingress; namespace=n || It was added.",
+        "the policy deny-geo-ingress drops all ingress",
+        True,
+    ),
+    # an equal quantity written otherwise, not a close one
+    ("The memory limit was lowered to 256Mi.", "its memory limit is 0.25Gi", True),
+    ("The memory limit was set to 1Gi.", "its memory limit is 1G", False),
+    ("The memory limit was set to 1Gi.", "its memory limit is 950Mi", False),
+    # a key=value setting as kubectl and YAML print it, with a space, or its value alone
+    ("A nodeSelector disktype=nvme-gen5 was added.", "it asks for disktype: nvme-gen5", True),
+    ("A nodeSelector disktype=nvme-gen5 was added.", "it asks for disktype nvme-gen5", True),
+    ("A nodeSelector disktype=nvme-gen5 was added.", "no node is labelled nvme-gen5", True),
+    ("A NetworkPolicy selecting app=geo was added.", "ingress to geo is blocked", False),
+    # a one-digit value only as set
+    ("The Hikari pool size was set to 2.", "the pool size was set to 2", True),
+    ("The Hikari pool size was set to 2.", "it runs with POOL_SIZE=2", True),
+    ("The Hikari pool size was set to 2.", "it runs with a pool size of 2", True),
+    ("The Hikari pool size was set to 2.", "2 requests are pending", False),
+    ("The deployment was scaled to 0.", "it was scaled to 0", True),
+]
+
+
+@pytest.mark.parametrize(("description", "diagnosis", "named"), DOCUMENTED_VALUES)
+def test_the_documented_examples_of_the_values_condition_hold(
+    description: str, diagnosis: str, named: bool
+) -> None:
+    """Each example the documentation gives of ``grounding: values`` holds: a value the
+    fault set counts, in the forms it lists; a value it did not set does not."""
+    truth = description
+    if not truth.startswith("[fault_spec]"):
+        truth = "[fault_spec] component=deployment/x; namespace=n || " + description
+    facts = facts_of(truth)
+    assert facts is not None
+    assert (check_condition("values", facts, diagnosis) is None) is named

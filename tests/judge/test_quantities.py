@@ -387,6 +387,9 @@ def test_a_subject_word_after_a_value_is_not_taken_from_the_next_clause() -> Non
         # a value the setting is compared with is not the setting's
         ("its memory limit is below the 300Mi the JVM needs", [()]),
         ("its CPU request exceeds the 4 cores a node has", [()]),
+        # ... also where determiners or a possessive stand before that value
+        ("its memory limit is far below the JVM's 300Mi heap", [("memory",)]),
+        ("its CPU request exceeds each node's 4 cores", [()]),
     ],
 )
 def test_subjects_stay_with_their_values(text: str, subjects: list[tuple[str, ...]]) -> None:
@@ -406,6 +409,10 @@ def test_subjects_stay_with_their_values(text: str, subjects: list[tuple[str, ..
         (SCALE, "payment was scaled down: its replicas, usually spread to 2 nodes, are gone."),
         (SCALE, "The payment deployment was scaled down leading to 503 errors."),
         (SCALE, "The payment deployment was scaled down leading to 503 failing requests."),
+        (
+            SCALE,
+            "The payment deployment was scaled down leading to 503 failing checkout requests.",
+        ),
     ],
 )
 def test_a_to_n_of_another_clause_or_count_is_no_port_or_replica_count(
@@ -413,7 +420,8 @@ def test_a_to_n_of_another_clause_or_count_is_no_port_or_replica_count(
 ) -> None:
     """A port or replica count given as "to N" is read only in the clause of its word and
     only when N counts nothing else: "targetPort was misconfigured, leading to 500 errors"
-    gives no targetPort, "spread to 2 nodes" no replica count."""
+    gives no targetPort, "spread to 2 nodes" no replica count, nor "leading to 503 failing
+    checkout requests", whose participle qualifies the requests counted."""
     assert contradictions(truth, diagnosis) == []
 
 
@@ -460,13 +468,24 @@ def test_a_ground_truth_replica_count_followed_by_what_it_caused_is_read() -> No
         ),
         (HEADER + CPU, "geo is Pending: its CPU request exceeds the 4 cores each node has."),
         (HEADER + CPU, "geo is Pending: its CPU request is more than the 4 cores a node has."),
+        # determiners or a possessive between the comparison and the value
+        (
+            _calibration_truth("oom-correct"),
+            "ad's memory limit is far below the JVM's 300Mi heap, so the pod is OOMKilled.",
+        ),
+        (
+            _calibration_truth("oom-correct"),
+            "ad's memory limit is smaller than the JVM's 300Mi heap; the pod is OOMKilled.",
+        ),
+        (HEADER + CPU, "geo's CPU request exceeds each node's 4 cores, so its pods stay Pending."),
     ],
 )
 def test_a_value_the_setting_is_compared_with_is_not_the_settings_value(
     truth: str, diagnosis: str
 ) -> None:
     """A value the diagnosis compares the setting with (what the process needs or uses,
-    what a node has) is not the setting's value, so it contradicts nothing."""
+    what a node has: "below the JVM's 300Mi heap", "exceeds each node's 4 cores") is not
+    the setting's value, so it contradicts nothing."""
     facts = facts_of(truth)
     assert facts is not None
     assert check_condition("consistent_values", facts, diagnosis) is None
@@ -567,12 +586,17 @@ def test_a_value_followed_by_the_component_it_affects_is_compared() -> None:
         (MEMORY, "cart's memory limit is not 512Mi, as its chart says; the pods are OOMKilled."),
         (SCALE, "payment was scaled down from 3 replicas, so no pod serves checkout."),
         (CPU, "The CPU request of geo was previously 500m; no node can schedule it now."),
+        (SCALE, "The payment deployment had 3 replicas before someone scaled it down."),
+        (MEMORY, "cart's memory limit was set to 1Gi until someone lowered it last night."),
+        (MEMORY, "cart's memory limit was raised to 1Gi before someone lowered it again."),
     ],
 )
 def test_a_former_or_denied_value_contradicts_nothing(truth: str, diagnosis: str) -> None:
     """A value the diagnosis gives as one the setting had before ("from 3 replicas",
-    "512Mi before someone lowered it") or does not have ("no longer 512Mi") is not the
-    value it reports."""
+    "512Mi before someone lowered it", "had 3 replicas before someone scaled it down",
+    "set to 1Gi until someone lowered it") or does not have ("no longer 512Mi") is not the
+    value it reports; so is a value a change set that another change followed ("raised
+    to 1Gi before someone lowered it")."""
     assert contradictions(truth, diagnosis) == []
 
 
@@ -642,3 +666,70 @@ def test_a_wrong_target_port_contradicts_the_calibration_port_truth() -> None:
     diagnosis = "The profile Service's targetPort is 9090, where nothing listens."
     assert check_condition("consistent_values", facts, diagnosis) is not None
     assert check_condition("consistent_values", facts, "its targetPort is 8082") is None
+
+
+#: the examples docs/judges.md gives of numbers and of ``consistent_values``: (ground
+#: truth, diagnosis, whether the diagnosis contradicts it)
+DOCUMENTED_EXAMPLES = [
+    # equal however written; a decimal comma is not read
+    ("The CPU request is 2.00 cores.", "its CPU request is 2000m", False),
+    ("The CPU limit is 200m.", "its CPU limit is 200 millicpu", False),
+    ("The memory limit is 512Mi.", "its memory limit is 0.5Gi", False),
+    ("The memory limit is 1Gi.", "its memory limit is 1,024Mi", False),
+    ("The memory limit is 512Mi.", "its memory limit is 1,5Gi", False),
+    ("The probe timeout is 30s.", "its probe timeout is 30000ms", False),
+    ("The probe timeout is 90s.", "its probe timeout is 1m30s", False),
+    ("The probe timeout is 30s.", "its probe has timeoutSeconds: 30", False),
+    ("The memory limit is 1000Mi.", "its memory limit is 1e3Mi", False),
+    # a subject only from the value's own clause, never across a comparison with a value
+    (PERIOD, "About 90% of CFS periods are throttled and requests take 5 s.", False),
+    (MEMORY, "cart is OOMKilled: its memory limit is below the 300Mi the JVM needs.", False),
+    (MEMORY, "cart is OOMKilled: its memory limit is far below the JVM's 300Mi heap.", False),
+    (CPU, "geo is Pending: its CPU request exceeds each node's 4 cores.", False),
+    (MEMORY, "cart's memory limit was lowered over the weekend to 256Mi.", True),
+    (MEMORY, "cart's memory limit was lowered from 512Mi to 256Mi.", True),
+    # a port or replica count "to N" only in its clause, and counting nothing else
+    (PORT, "The targetPort was misconfigured, leading to 500 errors.", False),
+    (SCALE, "payment was scaled down: its replicas, usually spread to 2 nodes, are gone.", False),
+    (SCALE, "payment was scaled down leading to 500 failing requests.", False),
+    (SCALE, "payment was scaled down leading to 503 failing checkout requests.", False),
+    (SCALE, "payment was scaled to 2 causing an outage.", True),
+    # a bare CPU value ending its sentence, a range with both its ends
+    (THROTTLE, "geo is throttled: its CPU limit is 2.", True),
+    (LOSS, "Packet loss of 40-60% hits the ratings pods.", False),
+    (LOSS, "Packet loss between 40% and 60% hits the ratings pods.", False),
+    # reported, not proposed, nor one the setting had or does not have
+    (CPU, "The cpu request is 200m, far too low.", True),
+    (MEMORY, "cart's memory limit should be raised to 1Gi.", False),
+    (SCALE, "payment was scaled down from 3 replicas.", False),
+    (MEMORY, "cart's memory limit was 512Mi before someone lowered it.", False),
+    (SCALE, "The payment deployment had 3 replicas before someone scaled it down.", False),
+    (MEMORY, "cart's memory limit was set to 1Gi until someone lowered it.", False),
+    (MEMORY, "cart's memory limit is no longer 512Mi.", False),
+    (MEMORY, "cart's memory limit was lowered to 256Mi before the incident.", True),
+    (MEMORY, "cart's memory limit had been set to 256Mi.", True),
+    (MEMORY, "cart's memory limit was raised to 1Gi before someone lowered it.", False),
+    # another component's value; what the value led to
+    (CART_BESIDE_REDIS, "cart is OOMKilled; redis, whose memory limit is 1Gi, is fine.", False),
+    (
+        PAYMENT_BESIDE_FRONTEND,
+        "payment is down. Its replicas were scaled to 2, so checkout fails.",
+        True,
+    ),
+    # a value no word qualifies, but a replica count; a loose unit
+    (CPU, "geo asks for 200m of CPU.", False),
+    (SCALE, "payment runs 3 replicas.", True),
+    (MEMORY, "cart's memory limit of 64MB is too small.", False),
+]
+
+
+@pytest.mark.parametrize(("truth", "diagnosis", "contradicts"), DOCUMENTED_EXAMPLES)
+def test_the_documented_examples_of_values_read_as_documented(
+    truth: str, diagnosis: str, contradicts: bool
+) -> None:
+    """Each example the documentation gives of how values are read and compared holds:
+    the value it says is the setting's contradicts a wrong ground truth, the one it says
+    is not contradicts nothing."""
+    facts = facts_of(truth if truth.startswith("[fault_spec]") else HEADER + truth)
+    assert facts is not None
+    assert (check_condition("consistent_values", facts, diagnosis) is not None) is contradicts
