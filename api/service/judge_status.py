@@ -90,12 +90,12 @@ async def _probe(services: Services, spec: str, *, addresses: bool = True) -> di
         try:
             async with asyncio.timeout(5):
                 await backend.probe()
-            pool.record(spec, ok=True, source="probe")
+            pool.record(spec, ok=True)
         except (JudgeCallError, TimeoutError) as exc:
             failure = exc.code if isinstance(exc, JudgeCallError) else "judge_timeout"
-            pool.record(spec, ok=False, reason=waiting_code(failure), source="probe")
+            pool.record(spec, ok=False, reason=waiting_code(failure))
         except Exception:
-            pool.record(spec, ok=False, reason=waiting_code(JudgeUnavailable.code), source="probe")
+            pool.record(spec, ok=False, reason=waiting_code(JudgeUnavailable.code))
         health = pool.health[spec]
     ok, reason = bool(health.ok), health.reason
     failed = await _failed_call(services, spec)

@@ -10,7 +10,7 @@ import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Literal, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from api.service.errors import UnknownReference
 from api.service.settings import Settings
@@ -29,7 +29,6 @@ if TYPE_CHECKING:
 
 __all__ = [
     "BackendPool",
-    "HealthSource",
     "JudgeHealth",
     "LimitedBackend",
     "RubricCatalog",
@@ -95,14 +94,10 @@ class RubricCatalog:
         return rubric
 
 
-#: where a judge's health was learned: a judge call of a grading, or a probe (the judge
-#: listing its models)
-HealthSource = Literal["call", "probe"]
-
-
 @dataclass
 class JudgeHealth:
-    """What this process last learned of a judge endpoint, where and when.
+    """What this process last learned of a judge endpoint (from a grading's judge call
+    or a probe listing its models), and when.
 
     A failed call that still stands is not kept here but read from the database
     (``storage.judge_failures``), so that every process answers alike."""
@@ -110,7 +105,6 @@ class JudgeHealth:
     ok: bool | None = None
     reason: str | None = None
     at: datetime | None = None
-    source: HealthSource = "call"
 
 
 class LimitedBackend:
@@ -245,15 +239,12 @@ class BackendPool:
         *,
         ok: bool,
         reason: str | None = None,
-        source: HealthSource = "call",
     ) -> None:
-        """Remember how the last call to a judge (``source`` ``call``) or probe of it
-        (``probe``) went in this process: readiness probes it again once this is stale.
+        """Remember how the last call to a judge or probe of it went in this process:
+        readiness probes it again once this is stale.
         A failed call stands against a later probe by the grading it deferred
         (``storage.judge_failures``), not here."""
-        self.health[spec_text] = JudgeHealth(
-            ok=ok, reason=reason, at=datetime.now(UTC), source=source
-        )
+        self.health[spec_text] = JudgeHealth(ok=ok, reason=reason, at=datetime.now(UTC))
         if not ok and spec_text in self._backends:  # the server may have been replaced
             self.digests.stale(self._backends[spec_text])
 
