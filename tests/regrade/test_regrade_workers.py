@@ -57,22 +57,29 @@ def _worker(env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
     )
 
 
-async def _kill_after_a_quarter(
-    store: Store, job_id: Any, total: int, victim: subprocess.Popen[bytes]
-) -> Any:
-    """Kill ``victim`` once a quarter is graded; the items it held leased at that moment."""
-    for _ in range(1200):  # until a quarter is graded
-        if (await RegradeJobQueries(store.db).get_job(job_id)).progress.done >= total // 4:
-            break
-        await asyncio.sleep(0.1)
-    held = await _scalar(
+async def _held_by(store: Store, victim: subprocess.Popen[bytes]) -> Any:
+    """How many items ``victim`` holds leased and not yet graded."""
+    return await _scalar(
         store.engine,
         "SELECT count(*) FROM grading WHERE status = 'pending' AND lease_owner LIKE :owner",
         owner=f"%:{victim.pid}:%",
     )
+
+
+async def _kill_after_a_quarter(
+    store: Store, job_id: Any, total: int, victim: subprocess.Popen[bytes]
+) -> Any:
+    """Kill ``victim`` once a quarter is graded and it holds an item in flight; the items
+    it held leased when it died (a worker slow to start, or between two items, holds none:
+    the kill waits for it to hold one)."""
+    for _ in range(1200):
+        done = (await RegradeJobQueries(store.db).get_job(job_id)).progress.done
+        if done >= total // 4 and await _held_by(store, victim) > 0:
+            break
+        await asyncio.sleep(0.05)
     victim.kill()
     victim.wait(timeout=30)
-    return held
+    return await _held_by(store, victim)
 
 
 async def _until_done(store: Store, job_id: Any) -> Any:
