@@ -14,6 +14,8 @@ import pytest
         # a fixed past time: a parameter must be the same in every process that collects
         ("2020-01-01T00:00:00+00:00", "expires_at is in the past"),
         ("2030-01-01T00:00:00", "expires_at needs a time zone"),
+        ("2030-01-01", "expires_at needs a time zone"),
+        ("20300101", "expires_at needs a time zone"),
     ],
 )
 async def test_a_bad_expiry_is_refused_and_nothing_is_stored(
