@@ -288,10 +288,10 @@ def load_rubric_dir(directory: str | Path = DEFAULT_RUBRIC_DIR) -> dict[str, Rub
 def split_rubric_ref(text: str) -> tuple[str, str | None]:
     """``id@version`` -> (id, version); a text without ``@`` -> (text, None).
 
-    ValueError for ``id@``: an empty version names no version (not the current one, which
-    is the bare ``id``), so a reference built from a version that was not found is
-    refused rather than read as whatever rubric is current."""
+    ValueError for ``id@`` (or a version of blanks): an empty version names no version
+    (not the current one, which is the bare ``id``), so a reference built from a version
+    that was not found is refused rather than read as whatever rubric is current."""
     name, at, version = text.partition("@")
-    if at and not version:
+    if at and not version.strip():
         raise ValueError(f"{text!r}: the version after '@' is empty (give id or id@version)")
     return (name, version) if at else (text, None)

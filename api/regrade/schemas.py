@@ -73,6 +73,14 @@ class RegradeFilterIn(BaseModel):
                 )
         return value
 
+    @field_validator("scenario_set")
+    @classmethod
+    def _named_set(cls, value: str | None) -> str | None:
+        """A blank set is refused: no scenario has one, so it would select nothing."""
+        if value is not None and not value.strip():
+            raise ValueError("the scenario set is empty (give a set's name, or omit it)")
+        return value
+
     @field_validator("judge")
     @classmethod
     def _graded_judge(cls, value: str | None) -> str | None:

@@ -360,13 +360,13 @@ async def test_a_filter_judge_in_none_of_the_documented_forms_is_refused_naming_
     _assert_refused_naming(await _post_over_one_grading(api_client, tokens, body), "judge")
 
 
-@pytest.mark.parametrize("rubric_version", ["", "@v1+5b849a4d5806"])
+@pytest.mark.parametrize("rubric_version", ["", "@v1+5b849a4d5806", "sregym-rca@ "])
 async def test_a_filter_rubric_version_with_an_empty_id_is_refused_naming_it(
     api_client: ClientFactory, tokens: Callable[..., Any], rubric_version: str
 ) -> None:
-    """A filter's ``rubric_version`` with an empty rubric id (``""``, ``@VERSION``) names
-    no rubric a grading has: refused with 422 naming ``rubric_version``, as a job's own
-    empty rubric is."""
+    """A filter's ``rubric_version`` with an empty rubric id (``""``, ``@VERSION``) or a
+    version of blanks names no rubric a grading has: refused with 422 naming
+    ``rubric_version``, as a job's own empty rubric is."""
     body = {"judge": NEW_JUDGE, "dry_run": True, "filter": {"rubric_version": rubric_version}}
     reply = await _post_over_one_grading(api_client, tokens, body)
     _assert_refused_naming(reply, "rubric_version")
@@ -374,7 +374,11 @@ async def test_a_filter_rubric_version_with_an_empty_id_is_refused_naming_it(
 
 @pytest.mark.parametrize(
     ("filter_", "field"),
-    [({"scenario_set": ""}, "scenario_set"), ({"tags": [""]}, "tags")],
+    [
+        ({"scenario_set": ""}, "scenario_set"),
+        ({"scenario_set": " "}, "scenario_set"),
+        ({"tags": [""]}, "tags"),
+    ],
 )
 async def test_a_scenario_filter_no_scenario_can_match_is_refused_naming_it(
     api_client: ClientFactory,
@@ -382,8 +386,8 @@ async def test_a_scenario_filter_no_scenario_can_match_is_refused_naming_it(
     filter_: dict[str, Any],
     field: str,
 ) -> None:
-    """A filter's empty ``scenario_set`` or empty tag, which no scenario has, is refused
-    with 422 naming the field, as the reports' filters refuse an empty set."""
+    """A filter's empty (or blank) ``scenario_set`` or empty tag, which no scenario has,
+    is refused with 422 naming the field, as the reports' filters refuse an empty set."""
     body = {"judge": NEW_JUDGE, "dry_run": True, "filter": filter_}
     _assert_refused_naming(await _post_over_one_grading(api_client, tokens, body), field)
 
