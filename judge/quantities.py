@@ -20,12 +20,13 @@ memory limit is below the 300Mi the JVM needs" or "far below the JVM's 300Mi hea
 A quantity also says whether its sentence proposes it (``advice``) or gives it as a
 value the thing had or does not have (``former``: "from 3 replicas", "no longer 512Mi",
 "was 512Mi before it was lowered", "had 3 replicas before someone scaled it down"; not
-a value a change set, "lowered to 256Mi before the incident"), and a range ("40-60%",
-"between 40% and 60%") is one quantity with both ends.
+a value a change set, "lowered to 256Mi before the incident", "set to 256Mi earlier
+today", nor one it has until something happens, "is 256Mi until someone fixes it"), and
+a range ("40-60%", "between 40% and 60%") is one quantity with both ends.
 Two quantities are about the same thing when kind and subject agree; judging
 contradictions is ``judge.contradictions``' job.
 
-Why this module is long (about 580 lines): it is one reading, a number with the words
+Why this module is long (about 610 lines): it is one reading, a number with the words
 around it. Kubernetes' quantity grammar, the units, the patterns that say what a number
 counts, and the clause rules that give it its subject and say whether it is reported,
 proposed, former or a range's end decide together what one value is; none of them reads
@@ -84,25 +85,38 @@ _FORMER_BEFORE = re.compile(
     r"(?:\s+(?:be|been|set|to|at|of|the|a|an|its|about|around))*\s*\Z",
     re.I,
 )
-#: or the words just after it ("was 512Mi before someone lowered it", "had 3 replicas
-#: before someone scaled it down", "was set to 1Gi until Monday")
+#: or the words just after it: "previously", "formerly", "originally", "initially" ("was
+#: 512Mi originally"); "before" or "earlier" after a value stated as a state in the past
+#: ("was 512Mi before the incident", "had 3 replicas earlier"); "until" after a value
+#: stated in the past tense ("was set to 1Gi until Monday"). Not "set to 256Mi before the
+#: outage began" nor "set to 256Mi earlier today" (when it was set: it has that value
+#: since), nor "is 256Mi until someone fixes it" (the value it has)
 _FORMER_AFTER = re.compile(
-    r"\s*(?:before|previously|formerly|originally|initially|earlier|until)\b", re.I
+    r"\s*(?:(?P<former>previously|formerly|originally|initially)|(?P<before>before|earlier)"
+    r"|(?P<until>until))\b",
+    re.I,
 )
+#: a past tense that states a value as a state, no change nor setting before it: "was
+#: 512Mi", "had 3 replicas", "used to be 1Gi", "were at 3"
+_PAST_VERB = r"\b(?:was|were|had(?:\s+been)?|used\s+to\s+(?:be|have))"
+_PAST_STATE = re.compile(rf"{_PAST_VERB}(?:\s+(?:at|about|around))*\s+\Z", re.I)
+#: a past tense that states a value, set or not: "was 512Mi", "was set to 1Gi"
+_PAST = re.compile(rf"{_PAST_VERB}(?:\s+(?:set|configured|to|at|about|around))*\s+\Z", re.I)
 #: the verbs of a change to a value
 _CHANGED = (
     r"(?:lowered|cut|reduced|raised|increased|decreased|dropped|bumped|changed|updated|scaled)"
 )
 #: a change that set the value, its "to" right before it: the thing has that value since
-#: ("lowered to 256Mi before the incident", "cut cart's memory limit to 256Mi earlier
-#: today", "had been set to 256Mi"); a bare "set to" is not one ("was set to 1Gi until")
+#: ("lowered to 256Mi previously", "had been set to 256Mi"); a bare "set to" is not one
+#: ("was set to 1Gi originally")
 _CHANGED_TO = re.compile(
     rf"\b(?:{_CHANGED}|(?:had|has|have)\s+been\s+set)\b[^,;(]*?\bto\s+"
     r"(?:(?:about|around)\s+)?\Z",
     re.I,
 )
-#: unless another change follows the after-word: then the value is the one it replaced
-#: ("raised to 1Gi before someone lowered it")
+#: another change after "before" or "until": whatever the value's words, it is the one
+#: that change replaced ("was 512Mi before someone lowered it", "raised to 1Gi before
+#: someone lowered it", "was set to 1Gi until someone lowered it")
 _CHANGED_AFTER = re.compile(
     rf"\s*(?:before|until)\s+(?:[\w'\u2019]+\s+){{0,3}}?(?:{_CHANGED}|set)\b", re.I
 )
@@ -258,17 +272,24 @@ _QUALIFIER = (
     r"\s(?!(?:the|a|an|its|their|this|that|these|those|to|of|in|on|at|for|with|by|from"
     r"|into|and|or)\b)[a-z-]+"
 )
+#: words of time that may follow a replica count or a port: "scaled to 2 yesterday",
+#: "set to 2 overnight", "are 2 today", "scaled to 2 last night"
+_WHEN = (
+    r"yesterday|today|tonight|tomorrow|overnight|earlier|later|recently|already|once|just"
+    r"|last|this|during"
+)
 #: after a replica count or the N of such a "to N", no noun but replicas or pods:
-#: "leading to 500 errors", "scaled to 2 nodes" count something else; a participle
-#: ("scaled to 2 causing an outage") counts nothing, unless it qualifies a plural noun
-#: up to three words on ("leading to 500 failing requests", "leading to 503 failing
-#: checkout requests")
+#: "leading to 500 errors", "scaled to 2 nodes" count something else; a word of time
+#: (:data:`_WHEN`) counts nothing, nor does a participle or an adverb ("scaled to 2
+#: causing an outage", "scaled to 2 silently"), unless it qualifies a plural noun up to
+#: three words on ("leading to 500 failing requests", "leading to 503 failing checkout
+#: requests")
 _COUNTS_NOTHING_ELSE = (
     r"(?!\s?(?!(?:replicas?|pods?|instances?|and|or|but|so|then|by|at|in|on|of|from|for"
     r"|with|after|before|because|since|while|when|where|which|who|that|as|is|was|were|are"
-    r"|has|had|instead|now|again|until|via|without|though|although|if)\b"
-    rf"|\w+ing\b(?!(?:{_QUALIFIER}){{0,2}}\s(?!(?:replicas|pods|instances|{_NOT_PLURAL})\b)"
-    r"[a-z]+s\b))[a-z])"
+    rf"|has|had|instead|now|again|until|via|without|though|although|if|{_WHEN})\b"
+    rf"|\w+(?:ing|ly)\b(?!(?:{_QUALIFIER}){{0,2}}\s"
+    rf"(?!(?:replicas|pods|instances|{_NOT_PLURAL})\b)[a-z]+s\b))[a-z])"
 )
 #: "of <name>" after a setting's word: "the CPU limit of the geo container", "the
 #: targetPort of the profile Service"
@@ -500,14 +521,20 @@ def _range_low(text: str, low: int, reading: _Reading) -> Decimal | None:
 
 def _is_former(text: str, low: int, start: int, end: int, high: int) -> bool:
     """Whether the words just before the number (:data:`_FORMER_BEFORE`), or just after
-    its value (:data:`_FORMER_AFTER`; not after a change that set it,
-    :data:`_CHANGED_TO`, unless another change follows, :data:`_CHANGED_AFTER`), say the
-    thing had it before or does not have it."""
+    its value (:data:`_FORMER_AFTER`, as the words before it state it; always where
+    another change follows, :data:`_CHANGED_AFTER`), say the thing had it before or does
+    not have it."""
     if _FORMER_BEFORE.search(text, low, start):
         return True
-    if not _FORMER_AFTER.match(text, end, high):
+    after = _FORMER_AFTER.match(text, end, high)
+    if after is None:
         return False
-    return not _CHANGED_TO.search(text, low, start) or bool(_CHANGED_AFTER.match(text, end))
+    if _CHANGED_AFTER.match(text, end):
+        return True
+    if after["former"]:
+        return not _CHANGED_TO.search(text, low, start)
+    stated = _PAST if after["until"] else _PAST_STATE
+    return stated.search(text, low, start) is not None
 
 
 def _between(text: str, first: _Reading, second: _Reading) -> bool:

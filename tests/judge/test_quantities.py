@@ -446,6 +446,38 @@ def test_a_replica_count_followed_by_what_it_caused_is_read(diagnosis: str) -> N
     assert contradictions(SCALE, diagnosis)
 
 
+CHECKOUT_SCALE = (
+    "[fault_spec] component=deployment/checkout; namespace=shop || The checkout Deployment "
+    "was scaled to 0 replicas."
+)
+
+
+@pytest.mark.parametrize(
+    "diagnosis",
+    [
+        "checkout's replicas were scaled to 2 yesterday.",
+        "checkout's replicas were scaled down to 2 today.",
+        "checkout's replica count was set to 2 overnight.",
+        "checkout's replicas are 2 today.",
+        "checkout was scaled to 2 last night.",
+        "checkout was scaled to 2 silently.",
+    ],
+)
+def test_a_replica_count_followed_by_a_word_of_time_is_read(diagnosis: str) -> None:
+    """A word of time or an adverb after a replica count ("scaled to 2 yesterday", "set
+    to 2 overnight", "are 2 today") counts nothing, so the count is read and a wrong one
+    contradicts the ground truth."""
+    facts = facts_of(CHECKOUT_SCALE)
+    assert facts is not None
+    assert check_condition("consistent_values", facts, diagnosis) is not None
+
+
+def test_a_port_followed_by_a_word_of_time_is_read() -> None:
+    """A port written "to N" a few words after its word, and followed by a word of time,
+    is read, so a wrong one contradicts."""
+    assert contradictions(PORT, "The targetPort was quietly changed to 8081 yesterday.")
+
+
 def test_a_ground_truth_replica_count_followed_by_what_it_caused_is_read() -> None:
     """The ground truth's "scaled to 0 causing checkout to fail" gives its replica count,
     so a diagnosis that gives another one contradicts it."""
@@ -589,14 +621,17 @@ def test_a_value_followed_by_the_component_it_affects_is_compared() -> None:
         (SCALE, "The payment deployment had 3 replicas before someone scaled it down."),
         (MEMORY, "cart's memory limit was set to 1Gi until someone lowered it last night."),
         (MEMORY, "cart's memory limit was raised to 1Gi before someone lowered it again."),
+        (MEMORY, "cart's memory limit was 1Gi before the incident; the pods are OOMKilled."),
+        (MEMORY, "cart's memory limit was set to 1Gi until Monday; the pods are OOMKilled."),
     ],
 )
 def test_a_former_or_denied_value_contradicts_nothing(truth: str, diagnosis: str) -> None:
     """A value the diagnosis gives as one the setting had before ("from 3 replicas",
     "512Mi before someone lowered it", "had 3 replicas before someone scaled it down",
-    "set to 1Gi until someone lowered it") or does not have ("no longer 512Mi") is not the
-    value it reports; so is a value a change set that another change followed ("raised
-    to 1Gi before someone lowered it")."""
+    "set to 1Gi until someone lowered it", "was 1Gi before the incident", "was set to 1Gi
+    until Monday") or does not have ("no longer 512Mi") is not the value it reports; so
+    is a value a change set that another change followed ("raised to 1Gi before someone
+    lowered it")."""
     assert contradictions(truth, diagnosis) == []
 
 
@@ -620,6 +655,33 @@ def test_a_value_a_change_set_is_compared_whenever_it_was_set(diagnosis: str) ->
     256Mi") is the value the setting has since, not a former one, so a wrong one
     contradicts."""
     assert contradictions(MEMORY, diagnosis)
+
+
+CHECKOUT_MEMORY = (
+    "[fault_spec] component=deployment/checkout; namespace=shop || The memory limit of "
+    "checkout was lowered from 512Mi to 64Mi."
+)
+
+
+@pytest.mark.parametrize(
+    "diagnosis",
+    [
+        "checkout's memory limit was set to 256Mi before the outage began, so pods are OOMKilled.",
+        "checkout's memory limit was set to 256Mi earlier today.",
+        "checkout's memory limit is 256Mi until someone fixes it.",
+    ],
+)
+def test_a_value_set_before_the_incident_or_held_until_a_fix_is_compared(
+    diagnosis: str,
+) -> None:
+    """A value "set to" before an event or earlier ("set to 256Mi before the outage
+    began", "set to 256Mi earlier today") is the value the setting has since, and one
+    it "is" until something happens is the value it has: a wrong one contradicts the
+    ground truth. Only another change after "before" or "until", or a value stated as a
+    past state ("was 512Mi before the incident"), makes it a former value."""
+    facts = facts_of(CHECKOUT_MEMORY)
+    assert facts is not None
+    assert check_condition("consistent_values", facts, diagnosis) is not None
 
 
 @pytest.mark.parametrize(
@@ -694,6 +756,7 @@ DOCUMENTED_EXAMPLES = [
     (SCALE, "payment was scaled down leading to 500 failing requests.", False),
     (SCALE, "payment was scaled down leading to 503 failing checkout requests.", False),
     (SCALE, "payment was scaled to 2 causing an outage.", True),
+    (SCALE, "payment was scaled to 2 yesterday.", True),
     # a bare CPU value ending its sentence, a range with both its ends
     (THROTTLE, "geo is throttled: its CPU limit is 2.", True),
     (LOSS, "Packet loss of 40-60% hits the ratings pods.", False),
@@ -703,10 +766,14 @@ DOCUMENTED_EXAMPLES = [
     (MEMORY, "cart's memory limit should be raised to 1Gi.", False),
     (SCALE, "payment was scaled down from 3 replicas.", False),
     (MEMORY, "cart's memory limit was 512Mi before someone lowered it.", False),
+    (MEMORY, "cart's memory limit was 512Mi before the incident.", False),
     (SCALE, "The payment deployment had 3 replicas before someone scaled it down.", False),
     (MEMORY, "cart's memory limit was set to 1Gi until someone lowered it.", False),
     (MEMORY, "cart's memory limit is no longer 512Mi.", False),
     (MEMORY, "cart's memory limit was lowered to 256Mi before the incident.", True),
+    (MEMORY, "cart's memory limit was set to 256Mi before the outage began.", True),
+    (MEMORY, "cart's memory limit was set to 256Mi earlier today.", True),
+    (MEMORY, "cart's memory limit is 256Mi until someone fixes it.", True),
     (MEMORY, "cart's memory limit had been set to 256Mi.", True),
     (MEMORY, "cart's memory limit was raised to 1Gi before someone lowered it.", False),
     # another component's value; what the value led to
