@@ -16,7 +16,10 @@ same Ollama tag or server address. The *digest* says which model answers:
 A digest is kept to :data:`DIGEST_CHARACTERS` (what the tables that store it hold): one
 longer (a fingerprint near its 256 characters, an odd server's digest) is replaced by
 the sha256 of what it names, ``fingerprint:sha256:<hex>`` or ``sha256:<hex>``
-(:func:`fitted_digest`); a digest that fits is kept as it is.
+(:func:`fitted_digest`); a digest that fits is kept as it is. A panel's digest is its
+members', comma-separated (:func:`panel_digest`), kept to
+:data:`PANEL_DIGEST_CHARACTERS` (what a grading's column holds) the same way:
+``panel:sha256:<hex>`` of the members' digests when they would be longer.
 
 A :class:`DigestTracker` keeps each judge's digest for ``refresh_seconds`` and asks
 again after that, after a failed call (:meth:`DigestTracker.stale`) and when a
@@ -36,27 +39,56 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
 from judge.backends.base import DIGEST_FINGERPRINTS, DigestAware, JudgeBackend
 from judge.cache import FINGERPRINT
 
-__all__ = ["DIGEST_CHARACTERS", "BackendDigest", "DigestChange", "DigestTracker", "fitted_digest"]
+__all__ = [
+    "DIGEST_CHARACTERS",
+    "PANEL",
+    "PANEL_DIGEST_CHARACTERS",
+    "BackendDigest",
+    "DigestChange",
+    "DigestTracker",
+    "fitted_digest",
+    "panel_digest",
+]
 
 #: the longest digest kept: the ``judge_digest`` columns hold 256 characters
 DIGEST_CHARACTERS = 256
+#: the longest digest a grading keeps: its ``judge_digest`` column holds 512 characters,
+#: room for a panel's members' digests
+PANEL_DIGEST_CHARACTERS = 512
+#: the kind of a panel's digest hashed to fit (``panel:sha256:<hex>``)
+PANEL = "panel:"
 
 
-def fitted_digest(digest: str) -> str:
-    """``digest`` when it fits :data:`DIGEST_CHARACTERS`, else the sha256 of what it
-    names under its kind: ``fingerprint:sha256:<hex of the fingerprint>`` for one made of
-    a completion's fingerprint, ``sha256:<hex of the digest>`` for any other."""
-    if len(digest) <= DIGEST_CHARACTERS:
+def fitted_digest(
+    digest: str, *, kind: str | None = None, characters: int = DIGEST_CHARACTERS
+) -> str:
+    """``digest`` when it fits ``characters``, else the sha256 of what it names under its
+    kind: ``fingerprint:sha256:<hex of the fingerprint>`` for one made of a completion's
+    fingerprint, ``sha256:<hex of the digest>`` for any other; ``kind`` given (``panel:``)
+    prefixes the sha256 of the whole ``digest``."""
+    if len(digest) <= characters:
         return digest
-    kind = FINGERPRINT if digest.startswith(FINGERPRINT) else ""
-    named = digest.removeprefix(kind)
-    return f"{kind}sha256:{hashlib.sha256(named.encode()).hexdigest()}"
+    if kind is None:
+        kind = FINGERPRINT if digest.startswith(FINGERPRINT) else ""
+        digest = digest.removeprefix(kind)
+    return f"{kind}sha256:{hashlib.sha256(digest.encode()).hexdigest()}"
+
+
+def panel_digest(digests: Sequence[str | None]) -> str | None:
+    """The digest of a panel (or of one judge) whose members' digests are ``digests``,
+    in the panel's order: comma-separated, ``?`` for one unknown; ``panel:sha256:<hex>``
+    of that text when it is longer than :data:`PANEL_DIGEST_CHARACTERS`. None when no
+    member's is known."""
+    if not any(digests):
+        return None
+    joined = ",".join(d or "?" for d in digests)
+    return fitted_digest(joined, kind=PANEL, characters=PANEL_DIGEST_CHARACTERS)
 
 
 @dataclass(frozen=True, slots=True)

@@ -132,15 +132,23 @@ async def _failed_call(services: Services, spec: str) -> str | None:
 async def _identity(services: Services, spec: str) -> dict[str, Any]:
     """The model digest behind a judge's name (``judge.identity``) and its last change.
 
-    ``digest``: as the judge reports it now (None: it reports none); ``changed``: the
-    latest change stored for the name (``{"previous_digest", "digest", "at"}``) or None.
+    ``digest``: as the judge reports it now (None: it reports none); when it does not
+    tell within 5 s, the digest known before stands (a slow answer is no change of
+    model); ``changed``: the latest change stored for the name (``{"previous_digest",
+    "digest", "at"}``) or None.
     """
     pool = services.backends
+    digest: str | None = None
     try:
-        async with asyncio.timeout(5):
-            digest = await pool.digests.current(pool.get(spec))
-    except (JudgeSpecError, TimeoutError):
-        digest = None
+        backend = pool.get(spec)
+    except JudgeSpecError:  # a spec that does not parse names no model
+        backend = None
+    if backend is not None:
+        try:
+            async with asyncio.timeout(5):
+                digest = await pool.digests.current(backend)
+        except TimeoutError:
+            digest = pool.digests.known(backend)
     try:
         row = await services.store.judge_digests.current(judge_identity(spec))
     except Exception:  # the database's own state is reported apart

@@ -18,7 +18,7 @@ from judge.backends import EndpointQuirks, JudgeBackend, build_backend
 from judge.backends.base import ContextWindowAware, DigestAware
 from judge.calls import Completion, JudgeCall, JudgeRequest
 from judge.errors import JudgeSpecError
-from judge.identity import DigestTracker
+from judge.identity import DigestTracker, panel_digest
 from judge.rubric import Rubric, split_rubric_ref
 from judge.spec import JudgeSpec, member_specs, parse_judge_spec
 from storage import Claim, Store, is_postgres
@@ -224,14 +224,14 @@ class BackendPool:
 
     def digest_of(self, judge_spec: str) -> str | None:
         """The digest of the model behind ``judge_spec`` as last seen (a panel: its
-        members', comma-separated, ``?`` for one unknown); None when none is known."""
+        members', comma-separated, ``?`` for one unknown, ``panel:sha256:<hex>`` of them
+        when longer than a grading keeps: ``judge.identity.panel_digest``); None when
+        none is known."""
         try:
             digests = [self.digests.known(self.limited(m)) for m in member_specs(judge_spec)]
         except JudgeSpecError:  # a recorded judge that no longer parses: nothing known
             return None
-        if not any(digests):
-            return None
-        return ",".join(d or "?" for d in digests)
+        return panel_digest(digests)
 
     def record(
         self,

@@ -79,6 +79,8 @@ _LISTING_NOISE = frozenset({"id", "object", "created", "owned_by", "permissions"
 #: random id and the time, every time): never part of a digest
 _LISTING_VOLATILE = frozenset({"created", "permissions", "permission"})
 JSON_OBJECT = "json_object"
+#: client errors of ``GET /props`` that say "not now" rather than "no such path"
+_NOT_NOW = frozenset({408, 429})
 
 TOP_LOGPROBS = 5
 
@@ -357,11 +359,17 @@ class OpenAIBackend:
         ``meta``: ``models:sha256:<hex>`` of the entry without its volatile fields.
         None when the server says nothing more than the name (OpenAI's listing): the
         completions' ``system_fingerprint`` is all there is then (``judge.identity``).
+
+        None too when the server could not be asked just now (``/props`` or the listing
+        unreachable, timed out or failing): the digest known stands. Only a server that
+        has no ``/props`` to give (a client error such as 404, or a reply without
+        ``model_path``) is known by its listing: a llama.cpp server loading its model
+        answers ``/props`` 503 while its listing answers, and is no other model then.
         """
-        props = await self._props()
-        if props is not None and props.get("model_path"):
-            return digest_of_fields("props", {"model_path": props["model_path"]})
         try:
+            props = await self._props()
+            if props is not None:
+                return digest_of_fields("props", {"model_path": props["model_path"]})
             entries = await self._list_models()
         except JudgeCallError:
             return None
@@ -374,19 +382,29 @@ class OpenAIBackend:
         return digest_of_fields("models", entry)
 
     async def _props(self) -> dict[str, Any] | None:
-        """A llama.cpp server's ``GET /props`` (at the server's root), or None."""
+        """A llama.cpp server's ``GET /props`` (at the server's root) when it names the
+        model file (``model_path``); None when the server has none to give: it refuses
+        the path for good (a client error: 404 and the like) or answers without a model
+        path (not JSON, another shape). Raises a JudgeCallError when it could not be
+        asked now: no connection, a timeout (or 408), a limit (429) or a server error
+        (a llama.cpp server loading its model answers 503).
+        """
         root = str(self._client.base_url).rstrip("/")
         root = root.removesuffix("/v1")
-        try:
-            async with self._using() as client:
-                reply = await client.get(f"{root}/props", cast_to=httpx.Response)
-        except (openai.APIError, httpx.HTTPError):
-            return None
+        with map_openai_errors():
+            try:
+                async with self._using() as client:
+                    reply = await client.get(f"{root}/props", cast_to=httpx.Response)
+            except openai.APIStatusError as exc:
+                status = exc.status_code
+                if 400 <= status < 500 and status not in _NOT_NOW:
+                    return None  # no /props here: no llama.cpp server
+                raise
         try:
             body = reply.json()
-        except ValueError:
+        except (ValueError, RecursionError):
             return None
-        return body if isinstance(body, dict) else None
+        return body if isinstance(body, dict) and body.get("model_path") else None
 
     async def context_window(self) -> int | None:
         """The model's context window from ``/v1/models`` metadata, or None if not given.

@@ -36,12 +36,12 @@ from api.service.settings import Settings
 from judge.backends import OllamaBackend, OpenAIBackend, ScriptedBackend
 from judge.cache import FINGERPRINT, DigestKeyedCache, MemoryJudgeCache
 from judge.calls import Completion, JudgeRequest
-from judge.identity import DigestChange, DigestTracker
+from judge.identity import DigestChange, DigestTracker, panel_digest
 from storage import Store
 from storage.engine import make_engine
 from storage.judge_digests import JudgeDigestRecord
 from storage.keys import ServiceKey
-from storage.tables import AuditRecord
+from storage.tables import AuditRecord, GradingRecord
 from tests.storage.helpers import sregym_rubric
 from tests.support.judge_server import running_judge_server, sregym_reply
 from tests.support.keys import session_key
@@ -77,6 +77,74 @@ async def _register(client: Any, admin: dict[str, str], receiver: Receiver) -> N
     response = await client.post("/v1/webhooks", json=body, headers=admin)
     assert response.status_code == 201, response.text
     receiver.secret = response.json()["secret"]
+
+
+def test_a_panel_digest_keeps_its_members_digests_while_they_fit() -> None:
+    """A panel's digest names its members' digests in the panel's order (``?`` for one
+    unknown); when they would be longer than a grading keeps (512 characters) it is the
+    sha256 of them instead, ``panel:sha256:...``."""
+    assert panel_digest(["props:sha256:1", None]) == "props:sha256:1,?"
+    assert panel_digest([None, None]) is None
+    long = ["sha256:" + "a" * 249, "sha256:" + "b" * 249]
+    hashed = hashlib.sha256(",".join(long).encode()).hexdigest()
+    assert panel_digest(long) == f"panel:sha256:{hashed}"
+
+
+async def test_a_panel_of_judges_with_full_length_digests_is_graded_and_stored(
+    api_client: Any, tokens: Any, engine: Engine
+) -> None:
+    """A panel of two judges each reporting a digest of the full 256 characters grades
+    and stores its gradings on SQLite and PostgreSQL alike, keeping the sha256 of its
+    members' digests (``panel:sha256:...``)."""
+    first, second = "scripted:pass", "openai:other-pass@http://127.0.0.1:9/v1"
+    digests = ("sha256:" + "a" * 249, "sha256:" + "b" * 249)
+    backends = {
+        first: ScriptedBackend(model="pass", digest=digests[0]),
+        second: ScriptedBackend(model="pass", base_url="http://127.0.0.1:9/v1", digest=digests[1]),
+    }
+    async with api_client(judge=first, panel=f"{first},{second}", backends=backends) as client:
+        response = await client.post(
+            "/v1/submissions?wait=10",
+            json={"diagnosis": DIAGNOSIS, "ground_truth": TRUTH},
+            headers=await tokens("submitter"),
+        )
+    assert response.status_code == 201, response.text
+    grading = response.json()
+    assert grading["status"] == "graded", grading
+    with Session(engine) as session:
+        stored = session.execute(
+            select(GradingRecord.judge_digest).where(col(GradingRecord.id) == grading["id"])
+        ).scalar_one()
+    hashed = hashlib.sha256(",".join(digests).encode()).hexdigest()
+    assert stored == f"panel:sha256:{hashed}"
+
+
+class _SlowToTell(ScriptedBackend):
+    """Tells its digest at once, then (``slow``) only after 8 s."""
+
+    slow = False
+
+    async def model_digest(self) -> str | None:
+        if self.slow:
+            await asyncio.sleep(8)
+        return await super().model_digest()
+
+
+async def test_readyz_keeps_the_known_digest_while_the_server_is_slow_to_tell(
+    api_client: Any,
+) -> None:
+    """``/readyz`` shows the digest known while the judge's server is too slow to tell it
+    again (over 5 s): a slow answer is no change of model, and ``digest`` stays the
+    model's instead of turning to null."""
+    spec = "openai:m@http://127.0.0.1:9/v1"
+    judge = _SlowToTell(model="pass", base_url="http://127.0.0.1:9/v1", digest="models:sha256:abc")
+    async with api_client(judge=spec, backends={spec: judge}, judge_digest_seconds=0) as client:
+        first = (await client.get("/readyz")).json()["judge"]
+        judge.slow = True
+        second = (await client.get("/readyz")).json()["judge"]
+    assert first["digest"] == "models:sha256:abc"
+    assert second["ok"] is True
+    assert second["digest"] == "models:sha256:abc", second
 
 
 async def test_an_ollama_model_replaced_behind_its_tag_is_a_new_judge(
@@ -623,3 +691,37 @@ async def test_a_llama_cpp_server_whose_props_cannot_be_read_has_not_changed_mod
         f"an unreadable /props was told as changes of model: {during=}, "
         f"{[(c.previous, c.current) for c in told]}"
     )
+
+
+async def test_a_llama_cpp_server_loading_its_model_again_has_not_changed_model() -> None:
+    """A llama.cpp server known by ``/props`` restarts with the same model file: while it
+    loads, ``/props`` answers 503 and its listing (``/v1/models``) answers. No change of
+    model is told, and the digest stays the ``props:`` one throughout."""
+    told: list[DigestChange] = []
+
+    async def listener(change: DigestChange) -> bool:
+        told.append(change)
+        return True
+
+    loading = {"error": {"code": 503, "message": "Loading model", "type": "unavailable_error"}}
+    path = "/models/qwen2.5-coder-1.5b-q4_k_m.gguf"
+    entry = {"id": path, "object": "model", "created": 1, "owned_by": "llamacpp"}
+    listing = {"object": "list", "data": [{**entry, "meta": {"n_ctx_train": 32768}}]}
+    backend = OpenAIBackend("qwen", base_url="http://llama.test/v1", api_key="k")
+    tracker = DigestTracker(refresh_seconds=0)
+    tracker.listen(listener)
+    try:
+        with respx.mock(assert_all_called=False) as router:
+            props = router.get("http://llama.test/props")
+            router.get("http://llama.test/v1/models").respond(200, json=listing)
+            props.return_value = httpx.Response(200, json={"model_path": path})
+            before = await tracker.current(backend)
+            props.return_value = httpx.Response(503, json=loading)
+            during = await tracker.current(backend)
+            props.return_value = httpx.Response(200, json={"model_path": path})
+            after = await tracker.current(backend)
+    finally:
+        await backend.aclose()
+    assert before is not None and before.startswith("props:sha256:")
+    assert (during, after) == (before, before)
+    assert [(c.previous, c.current) for c in told] == [(None, before)]
