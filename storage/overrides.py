@@ -6,13 +6,19 @@ composite, passed) for filtering and reporting, recomputed by the rule from the
 judge's answers and the overrides in force (:func:`apply_in_force`): the adjudication
 feature appends overrides, a regrade carries them to the new grading. A verdict
 imported from another judge (SREGym's) was never the rule's: with no override in force
-it reads as imported again (:func:`imported_figures`, the import's own figures).
+it reads as imported again (:func:`imported_figures`, the import's own figures, with
+the composite SREGym wrote, kept in the submission's ``metadata.sregym``), and while
+one is in force the rule decides it but holds nothing for its screening's reasons.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy.orm import object_session
 
 from judge.adjudication import (
     OverrideEvent,
@@ -24,7 +30,7 @@ from judge.rubric import Rubric
 from judge.rule import apply_rule
 from storage.imports import SREGYM_JUDGE_SPEC
 from storage.review_tables import OverrideRecord
-from storage.tables import GradingRecord
+from storage.tables import GradingRecord, SubmissionRecord
 
 __all__ = ["ImportedFigures", "apply_in_force", "imported_figures", "override_events"]
 
@@ -86,18 +92,57 @@ def imported_figures(
     )
 
 
+#: the words SREGym's CSV may hold for "no value" in a figure's cell (pandas writes
+#: ``nan``), as the import reads them (``api.imports.sregym``)
+_NO_VALUE = {"", "none", "nan", "null"}
+
+
+def _figure(value: Any) -> float | None:
+    """A figure SREGym wrote (a CSV cell, as the import keeps it), as the import reads it:
+    a finite number, else None."""
+    if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+        return None
+    if isinstance(value, str):
+        text = value.strip()
+        if text.lower() in _NO_VALUE:
+            return None
+        try:
+            value = float(text)
+        except ValueError:
+            return None
+    number = float(value)
+    return number if math.isfinite(number) else None
+
+
+def _imported_composite(grading: GradingRecord) -> float | None:
+    """The composite SREGym wrote for ``grading``'s attempt (``Diagnosis.composite_score``,
+    kept in its submission's ``metadata.sregym``), read in the transaction ``grading``
+    belongs to; None where it wrote none (or ``grading`` belongs to none)."""
+    session = object_session(grading)
+    if session is None:
+        return None
+    submission = session.get(SubmissionRecord, grading.submission_id)
+    sregym = (submission.metadata_ or {}).get("sregym") if submission is not None else None
+    return _figure(sregym.get("composite_score")) if isinstance(sregym, dict) else None
+
+
 def _as_imported(grading: GradingRecord, rubric: Rubric | None, answers: dict[str, bool]) -> None:
     """An imported verdict with no override in force, as imported: its judge's own
     verdict, held by nothing (the screening's review reasons only put it in the queue),
     and, where the rule recomputed its figures while an override was in force (a
-    checklist that answers every question), the import's figures of its answers again.
-    SREGym's composite is not at hand here: the rule's, which agrees with the composite
-    SREGym computes from its own checklist (same weights, two decimals), stands for it."""
+    checklist that answers every question), the import's figures of its answers again:
+    SREGym's own composite where it wrote one (:func:`_imported_composite`), else the
+    rule's, as the import took it (:func:`imported_figures`)."""
     grading.passed = grading.judge_passed
     grading.held = False
     grading.overridden = False
     if rubric is not None and _answers_every_question(rubric, answers):
-        figures = imported_figures(rubric, answers, success=grading.judge_passed, composite=None)
+        figures = imported_figures(
+            rubric,
+            answers,
+            success=grading.judge_passed,
+            composite=_imported_composite(grading),
+        )
         grading.yes_count = figures.yes_count
         grading.composite = figures.composite
         grading.decisive = figures.decisive
@@ -117,28 +162,28 @@ def apply_in_force(
     else the judge's own verdict stands (none for an unscored grading). A pass of a
     diagnosis flagged for injection stays held (``passed`` None) until a verdict override
     is in force. An imported SREGym verdict takes the rule only while an override is in
-    force: with none, it is SREGym's verdict as imported, held by nothing.
+    force, and is never held (the screening of an import holds nothing): with no
+    override in force, it is SREGym's verdict as imported.
     """
-    if grading.judge_spec == SREGYM_JUDGE_SPEC and not in_force:
+    imported = grading.judge_spec == SREGYM_JUDGE_SPEC
+    if imported and not in_force:
         _as_imported(grading, rubric, answers)
         return
     verdict = in_force.get(("verdict", ""))
+    # a pass held for injection markers is released by a human verdict only; an imported
+    # verdict's screening puts it in the review queue and holds nothing
+    holds = verdict is None and not imported and holds_pass(grading.review_reasons)
     if rubric is not None and _answers_every_question(rubric, answers):
         outcome = effective_outcome(rubric, answers, in_force)
         grading.yes_count = outcome.rule.yes_count
         grading.composite = outcome.rule.composite
         grading.decisive = outcome.rule.decisive
-        # a pass held for injection markers is released by a human verdict only
-        grading.held = bool(
-            outcome.passed and verdict is None and holds_pass(grading.review_reasons)
-        )
+        grading.held = bool(outcome.passed and holds)
         grading.passed = None if grading.held else outcome.passed
         grading.overridden = outcome.overridden
     else:
         # the judge's own pass is held as the rule's would be (injection markers)
-        grading.held = bool(
-            grading.judge_passed and verdict is None and holds_pass(grading.review_reasons)
-        )
+        grading.held = bool(grading.judge_passed and holds)
         if verdict is not None:
             grading.passed = verdict.verdict == "pass"
         else:

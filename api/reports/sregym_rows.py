@@ -6,7 +6,9 @@ list of dicts) appear as Python reprs, read back with ``ast.literal_eval``. We w
 the same: ``{'D1': {'name': 'Fault localization', 'score': 1.0}, ...}`` and
 ``[{'id': 'D1-Q1', 'answer': 'Yes', 'evidence': '...', 'confidence': 'High'}, ...]``.
 A grading with no verdict (unscored or pending) gets empty success, judgment, score
-and dimensions and an empty checklist, as SREGym writes for a judge that gave none.
+and dimensions and an empty checklist, as SREGym writes for a judge that gave none;
+an unscored one a human's verdict override decided gets that verdict, and its
+``Diagnosis.reasoning`` says a human decided it.
 A held pass (injection markers, no human verdict yet) is written as not passed, with
 the hold in ``Diagnosis.reasoning``.
 
@@ -98,7 +100,10 @@ def _reasoning(status: str, item: ExportedGrading, dimensions: dict[str, Any]) -
     g = item.view.grading
     if status != "graded":
         reason = g.unscored_reason or g.pending_reason or status
-        return f"{status}: {reason}" + (f" ({mask_passwords(g.detail)})" if g.detail else "")
+        said = f"{status}: {reason}" + (f" ({mask_passwords(g.detail)})" if g.detail else "")
+        if g.overridden and g.passed is not None:  # no rule to apply: a human's verdict
+            said += f"; {'pass' if g.passed else 'fail'} by human verdict override"
+        return said
     scores = ", ".join(f"{d} {v['score']:.2f}" for d, v in dimensions.items())
     if g.held:
         why = hold_explanation(g.review_reasons or [])

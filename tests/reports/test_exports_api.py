@@ -30,12 +30,14 @@ from tests.support.gradings import add_many
 from tests.support.keys import session_key
 from tests.support.service_process import free_port
 from tests.support.sregym_driver import IDS, RUN, diagnosed, write_run
-from tests.support.sregym_results import write_sregym_results
+from tests.support.sregym_results import write_sregym_attempt, write_sregym_results
+from tests.support.submissions import DIAGNOSIS, TRUTH
 
 #: the engine matters here: run on PostgreSQL too under ``--db all``
 pytestmark = pytest.mark.postgres
 
 EXPORTS = "/v1/exports/gradings"
+_TAR = {"Content-Type": "application/gzip"}
 
 
 def _rows(fmt: str, body: bytes) -> int:
@@ -271,6 +273,55 @@ async def test_an_imported_verdict_exports_as_the_api_shows_it_after_a_rubric_ro
     rows = [r for r in csv.DictReader(io.StringIO(sregym.text)) if r["Diagnosis.dimensions"]]
     dims = ast.literal_eval(rows[0]["Diagnosis.dimensions"])
     assert dims["D1"]["name"] == "Fault localization", dims
+
+
+async def test_a_human_verdict_on_an_unscored_import_is_named_in_the_sregym_reasoning(
+    api_client: Any, tokens: Any, tmp_path: Path
+) -> None:
+    """An attempt SREGym's judge could not grade (nine "No" with its parse-failure
+    evidence) is imported unscored; once an adjudicator's verdict override decides it,
+    the SREGym exports (per grading and SREGym's own layout) write that verdict in
+    ``Diagnosis.success`` and say in ``Diagnosis.reasoning`` that a human decided it."""
+    checklist = [
+        {
+            "id": q,
+            "answer": "No",
+            "evidence": "parse failure — defaulting to No",
+            "confidence": "Low",
+        }
+        for q in IDS
+    ]
+    fixture = write_sregym_attempt(
+        tmp_path, checklist, diagnosis=DIAGNOSIS, ground_truth=TRUTH, success=False
+    )
+    entries = {p.relative_to(fixture.root).as_posix(): p.read_bytes()
+               for p in fixture.root.rglob("*.csv")}  # fmt: skip
+    entries["problems.jsonl"] = fixture.problems_file.read_bytes()
+    admin = await tokens("admin")
+    async with api_client() as client:
+        created = await client.post(
+            "/v1/imports", content=tar_gz(entries), headers={**admin, **_TAR}
+        )
+        job = await finished(client, created.headers["location"], admin)
+        assert job["state"] == "done" and job["report"]["sregym_verdicts"] == 1, job
+        [grading] = (await client.get("/v1/gradings", headers=admin)).json()["items"]
+        assert grading["status"] == "unscored"
+        decided = await client.post(
+            f"/v1/gradings/{grading['id']}/overrides",
+            json={"verdict": "pass", "reason": "names the service and the port"},
+            headers={**admin, "If-Match": f'"{grading["revision"]}"'},
+        )
+        assert decided.status_code == 201, decided.text
+        exported = [
+            await client.get(EXPORTS, params=params, headers=admin)
+            for params in ({"format": "sregym"}, {"format": "sregym", "layout": "file"})
+        ]
+    for export in exported:
+        [row] = list(csv.DictReader(io.StringIO(export.text)))
+        assert row["Diagnosis.success"] == "True"
+        reasoning = row["Diagnosis.reasoning"]
+        assert reasoning.startswith("unscored: sregym_judge_parse_failure"), reasoning
+        assert reasoning.endswith("; pass by human verdict override"), reasoning
 
 
 #: two problems of SREGym's driver and their ground truths
