@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
 from datetime import datetime, timedelta
-from typing import Any, NamedTuple
+from typing import Any, Literal, NamedTuple
 
 from sqlalchemy import (
     BindParameter,
@@ -61,7 +61,7 @@ from storage.regrade.tables import RegradeJobRecord
 from storage.tables import AuditRecord, GradingRecord, SubmissionRecord
 from storage.verdicts import call_events, call_records, leased, store_calls, write_verdicts
 
-__all__ = ["INTERNAL_ERROR", "LEASE_EXPIRED", "QueueRepository", "workers_lost"]
+__all__ = ["INTERNAL_ERROR", "LEASE_EXPIRED", "Deferral", "QueueRepository", "workers_lost"]
 
 #: the code a grading is deferred or unscored under when the service itself failed to
 #: grade it (an error of its own, not the judge's)
@@ -69,6 +69,8 @@ INTERNAL_ERROR = "internal_error"
 #: the audit event of a claim (or a judge move) that takes over a grading whose worker
 #: was lost: its lease ran out with no outcome stored and not given back
 LEASE_EXPIRED = "grading.lease_expired"
+#: what a deferral did: kept the grading pending, or cancelled its cancelled job's item
+Deferral = Literal["deferred", "cancelled"]
 #: the audit events of a claim's stored outcome: a deferral, or a verdict
 _OUTCOMES = ("grading.deferred", "grading.completed", "grading.unscored")
 #: a claim's pick: claimable gradings with their submissions, ground truths and the roles
@@ -233,10 +235,9 @@ class QueueRepository:
         """Store a verdict (graded or unscored) with its answers and judge calls.
 
         ``provisional``: graded by a judge not qualified by a calibration run;
-        ``current``: as :meth:`complete_many` takes it.
-
-        Returns False and writes nothing when the grading is no longer pending or its
-        lease is held by another worker (taken over after this one's expired).
+        ``current``: as :meth:`complete_many` takes it. Returns False and writes nothing
+        when the grading is no longer pending or its lease is held by another worker
+        (taken over after this one's expired).
         """
         item = FinishedGrading(grading_id, worker_id, result, provisional)
         return (await self.complete_many([item], current=current))[0]
@@ -287,14 +288,13 @@ class QueueRepository:
         retry_at: datetime,
         calls: Sequence[JudgeCall] = (),
         claim_count: int,
-    ) -> bool:
-        """Keep a grading pending (e.g. the judge is unreachable) until ``retry_at``.
-
-        The failed calls are stored and audited; the lease is released. An item of a
-        regrade job cancelled meanwhile is cancelled instead of kept pending. Returns False
-        and writes nothing when ``worker_id`` does not hold the lease of a pending grading
-        by its claim ``claim_count`` (required: an outcome is of one claim, and a process
-        may hold a later claim of the same grading).
+    ) -> Deferral | None:
+        """Keep a grading pending (e.g. the judge is unreachable) until ``retry_at``; what
+        was done: ``"deferred"``, or ``"cancelled"`` for an item of a regrade job cancelled
+        meanwhile (cancelled instead: nothing retries it). The failed calls are stored and
+        audited; the lease is released. None, and nothing written, when ``worker_id`` does
+        not hold the lease of a pending grading by its claim ``claim_count`` (required: an
+        outcome is of one claim, and a process may hold a later claim of the same grading).
         """
         now = self._db.clock()
         args = (grading_id, worker_id, reason, retry_at, calls, now, claim_count)
@@ -310,10 +310,10 @@ class QueueRepository:
         calls: Sequence[JudgeCall],
         now: datetime,
         claim_count: int,
-    ) -> bool:
+    ) -> Deferral | None:
         grading = leased(self._db, session, grading_id, worker_id, claim_count)
         if grading is None:
-            return False
+            return None
         records = store_calls(session, grading, calls, now)
         grading.pending_reason = reason
         grading.not_before = retry_at
@@ -342,9 +342,9 @@ class QueueRepository:
         batch.add(deferred, [grading.id])
         # its job's row before the audit chain's lock (see ``storage.database``)
         items = {grading.id: grading.regrade_job_id}
-        cancel_given_back(self._db, session, items, worker_id, into=batch)
+        cancelled = cancel_given_back(self._db, session, items, worker_id, into=batch)
         self._db.audit_many(session, batch.events, batch.covers, batch.rows)
-        return True
+        return "cancelled" if cancelled else "deferred"
 
     async def internal_errors(self, grading_id: str) -> int:
         """How many times the service has failed to grade ``grading_id`` (its deferrals

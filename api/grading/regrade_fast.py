@@ -11,6 +11,9 @@ set-wise instead:
    ask for in the same turn of the event loop are read in one query (``_SharedLookup``);
 2. the verdicts of the items answered wholly from the cache are stored together in one
    transaction (``complete_many``: one statement per table); if that fails, one by one.
+   After a database fault, the commit may have gone through unacknowledged: an item
+   then refused is asked whether that commit stored it, as the usual path asks
+   (``Landed``), and counted stored (its waiters told) or discarded accordingly.
 
 An item with a missing key, a reply that would need the judge, or anything unusual
 (unknown rubric, a panel, sampling) is a miss: it goes back to the caller, still
@@ -39,6 +42,7 @@ from judge.rubric import Rubric
 from judge.spec import member_specs
 from judge.verdict import GradingResult
 from storage import Claim, FinishedGrading
+from storage.errors import database_fault
 
 __all__ = ["FAST_BATCH", "FastRegrade"]
 
@@ -51,6 +55,9 @@ FAST_BATCH = 200
 Marks = Callable[[Claim, Rubric | None, GradingResult], Awaitable[tuple[GradingResult, bool]]]
 #: accounts for a stored (or discarded) result: (result, "completed" | "discarded")
 Account = Callable[[GradingResult, str], None]
+#: whether a claim's outcome, refused when written again after a database fault, was
+#: stored by the faulted write (its commit went through unacknowledged); None: unknown
+Landed = Callable[[Claim], Awaitable[bool | None]]
 
 
 class _NotAsked(JudgeCallError):
@@ -141,11 +148,13 @@ assert isinstance(_SharedLookup(None), BatchJudgeCache)  # type: ignore[arg-type
 class FastRegrade:
     """Resolves batches of regrade items from the judge cache; the misses go back."""
 
-    def __init__(self, services: Services, marks: Marks, account: Account) -> None:
-        """Grade with ``services``; ``marks`` and ``account`` as in the slow path."""
+    def __init__(self, services: Services, marks: Marks, account: Account, landed: Landed) -> None:
+        """Grade with ``services``; ``marks``, ``account`` and ``landed`` as in the slow
+        path (``landed`` reads the outcomes of the worker whose id ``run`` is given)."""
         self.services = services
         self._marks = marks
         self._account = account
+        self._landed = landed
         #: after finding no item, look again only from then on (one probe per poll), or
         #: once regrade items are queued in this process (``Waiters.regrades`` moved on)
         self._idle_until = 0.0
@@ -234,23 +243,28 @@ class FastRegrade:
         self, hits: list[tuple[Claim, FinishedGrading]], misses: list[Claim]
     ) -> list[str]:
         """Store the hits in one transaction; if that fails, one by one (those that fail
-        alone become misses). The ids of the gradings stored."""
+        alone become misses; those refused after a database fault, which the batch's
+        commit may have stored unacknowledged, are asked whether it did). The ids of the
+        gradings stored."""
         if not hits:
             return []
         queue, current = self.services.store.queue, self.services.rubrics.current
         done: list[bool | None] = []
         try:
             done.extend(await queue.complete_many([f for _, f in hits], current=current))
-        except Exception:
+        except Exception as exc:
             log.exception("storing %d cached regrade verdicts failed; one by one", len(hits))
+            faulted = database_fault(exc)
             done.clear()
             for claim, finished in hits:
                 try:
-                    done.extend(await queue.complete_many([finished], current=current))
+                    [alone] = await queue.complete_many([finished], current=current)
                 except Exception:
                     log.exception("storing grading %s failed; the usual way", claim.grading_id)
                     misses.append(claim)
                     done.append(None)
+                    continue
+                done.append(alone or (faulted and await self._landed_quietly(claim)))
         stored = []
         for (_, finished), ok in zip(hits, done, strict=True):
             if ok is not None:
@@ -258,6 +272,15 @@ class FastRegrade:
             if ok:
                 stored.append(finished.grading_id)
         return stored
+
+    async def _landed_quietly(self, claim: Claim) -> bool:
+        """Whether ``claim``'s refused verdict was stored by the faulted batch (``landed``);
+        False, counted discarded, when that is not known."""
+        try:
+            return bool(await self._landed(claim))
+        except Exception:
+            log.exception("whether grading %s was stored could not be read", claim.grading_id)
+            return False
 
     async def _answer(
         self, claim: Claim, lookup: _SharedLookup

@@ -65,7 +65,7 @@ from judge.spec import member_specs
 from judge.verdict import GradingResult
 from storage import Claim, FinishedGrading
 from storage.errors import database_fault
-from storage.queue import INTERNAL_ERROR
+from storage.queue import INTERNAL_ERROR, Deferral
 from storage.regrade.batch_answers import batch_answers
 
 __all__ = ["GradingWorkers"]
@@ -143,7 +143,7 @@ class GradingWorkers:
         self._context = contextvars.copy_context()
         #: verdicts finished together are stored in one transaction
         self._commits = GroupCommit(services.store.queue, services.rubrics.current)
-        self._fast = FastRegrade(services, self._review_marks, self._account)
+        self._fast = FastRegrade(services, self._review_marks, self._account, self._landed)
 
     @property
     def in_flight(self) -> int:
@@ -374,8 +374,8 @@ class GradingWorkers:
                 reason = pending_reason(result)
                 # being stored from here: a shutdown waits for it instead of cutting it
                 self._storing.add(claim.grading_id)
-                stored = await self._deferred(claim, lease, reason, retry_at, list(result.calls))
-                self._account(result, "deferred" if stored else "discarded", pending=reason)
+                outcome = await self._deferred(claim, lease, reason, retry_at, list(result.calls))
+                self._account(result, outcome, pending=reason)
             else:
                 result, provisional = await self._review_marks(claim, rubric, result)
                 # (a confirming judge may be asked: a shutdown cuts that off as any judge)
@@ -410,52 +410,42 @@ class GradingWorkers:
         began, not past its deadline. Each run checks the lease under a row lock in the
         transaction that writes, so no run stores a second outcome (one whose commit went
         through unacknowledged is found done, and refused: :meth:`_landed` then tells
-        whether it was this claim's outcome, read again the same way after a fault of its
-        own, the lease no bound: a read changes nothing). Given up writing, the grading is
-        left to its lease, which runs out: a lost worker, not an ``internal_error`` try,
-        and a fault that never passes is bounded by ``WORKER_LOSSES``. Given up reading,
-        the outcome is counted discarded (the metric of results not known to be stored),
-        never stored on a guess. Any other error is raised.
+        whether it was this claim's outcome). Given up writing, the grading is left to its
+        lease, which runs out: a lost worker, not an ``internal_error`` try, and a fault
+        that never passes is bounded by ``WORKER_LOSSES``. Any other error is raised.
         """
-        loop = asyncio.get_running_loop()
-        give_up = loop.time() + self.services.settings.lease_seconds
+        give_up = asyncio.get_running_loop().time() + self.services.settings.lease_seconds
         pause = STORE_RETRY_SECONDS
         fault: Exception | None = None
-        refused = False  # a write made again after a fault was refused: did the first land?
         while True:
             try:
-                if not refused:
-                    stored = await write()
-                    if stored or fault is None:
-                        return stored
-                    refused = True
-                return await self._landed(claim)
+                stored = await write()
             except Exception as exc:
                 if not database_fault(exc):
                     raise
                 fault = exc
-            until = give_up if refused else min(lease.until, give_up)
-            shutdown = self._deadline is not None and time.monotonic() + pause >= self._deadline
-            if shutdown or loop.time() + pause >= until:
+            else:  # a refusal after a fault: the faulted write may have landed unacknowledged
+                return stored if stored or fault is None else await self._landed(claim)
+            if not self._may_pause(pause, min(lease.until, give_up)):
                 break
             log.warning(
-                "%s the outcome of %s met a database fault (%s); again in %.1fs",
-                "reading whether it stored" if refused else "storing", claim.grading_id,
-                type(fault).__name__, pause,
+                "storing the outcome of %s met a database fault (%s); again in %.1fs",
+                claim.grading_id, type(fault).__name__, pause,
             )  # fmt: skip
             await asyncio.sleep(pause)
             pause = min(2 * pause, STORE_RETRY_MAX_SECONDS)
-        if refused:
-            log.error(
-                "whether the outcome of %s was stored could not be read; counted discarded",
-                claim.grading_id, exc_info=fault,
-            )  # fmt: skip
-        else:
-            log.error(
-                "the database did not take the outcome of %s; its lease runs out and another "
-                "claim grades it", claim.grading_id, exc_info=fault,
-            )  # fmt: skip
+        log.error(
+            "the database did not take the outcome of %s; its lease runs out and another "
+            "claim grades it", claim.grading_id, exc_info=fault,
+        )  # fmt: skip
         return None
+
+    def _may_pause(self, pause: float, until: float) -> bool:
+        """Whether a store met by a database fault may pause ``pause`` seconds and try
+        again: ending before ``until`` (the event loop's clock) and, once shutdown began,
+        before its deadline."""
+        shutdown = self._deadline is not None and time.monotonic() + pause >= self._deadline
+        return not shutdown and asyncio.get_running_loop().time() + pause < until
 
     async def _deferred(
         self,
@@ -464,14 +454,18 @@ class GradingWorkers:
         reason: str,
         retry_at: datetime,
         calls: list[JudgeCall],
-    ) -> bool | None:
+    ) -> str:
         """Store ``claim`` deferred until ``retry_at`` for ``reason`` with the judge
-        ``calls`` made (:meth:`_stored`), and wake the dispatcher then; whether it was
-        stored (None: the database did not take it)."""
+        ``calls`` made (:meth:`_stored`); what became of it, as :meth:`_account` counts it:
+        ``"deferred"`` (the dispatcher wakes then), ``"cancelled"`` (an item of a regrade
+        job cancelled meanwhile: nothing retries it, nothing wakes) or ``"discarded"`` (the
+        database did not take it). A deferral whose commit went through unacknowledged is
+        counted deferred: whether its job's cancel took the item then is not read again."""
         store = self.services.store
+        done: list[Deferral] = []
 
-        def defer() -> Awaitable[bool]:
-            return store.queue.defer(
+        async def defer() -> bool:
+            outcome = await store.queue.defer(
                 claim.grading_id,
                 self.worker_id,
                 reason=reason,
@@ -479,21 +473,51 @@ class GradingWorkers:
                 calls=calls,
                 claim_count=claim.claim_count,
             )
+            done[:] = [outcome] if outcome is not None else []
+            return outcome is not None
 
-        stored = await self._stored(claim, lease, defer)
-        if stored:
+        if not await self._stored(claim, lease, defer):
+            return "discarded"
+        outcome = done[0] if done else "deferred"
+        if outcome == "deferred":
             self._deferred_until(retry_at)
-        return stored
+        return outcome
 
-    async def _landed(self, claim: Claim) -> bool:
+    async def _landed(self, claim: Claim) -> bool | None:
         """Whether ``claim``'s outcome is stored although a write of it met a database
         fault and the next was refused: its commit went through unacknowledged. Asked of
         this claim's own outcome in the audit log, not of the grading as it stands now,
         which a later claim may hold already (a deferral due again while the store
-        retried)."""
-        return await self.services.store.queue.outcome_stored(
-            claim.grading_id, self.worker_id, claim_count=claim.claim_count
-        )
+        retried). A read that meets a database fault is made again as :meth:`_stored`
+        writes (the lease no bound: a read changes nothing); None when none could be
+        made within a lease's length: the outcome is then counted discarded (the metric
+        of results not known to be stored), never stored on a guess. Any other error is
+        raised."""
+        give_up = asyncio.get_running_loop().time() + self.services.settings.lease_seconds
+        pause = STORE_RETRY_SECONDS
+        fault: Exception | None = None
+        while True:
+            try:
+                return await self.services.store.queue.outcome_stored(
+                    claim.grading_id, self.worker_id, claim_count=claim.claim_count
+                )
+            except Exception as exc:
+                if not database_fault(exc):
+                    raise
+                fault = exc
+            if not self._may_pause(pause, give_up):
+                break
+            log.warning(
+                "reading whether it stored the outcome of %s met a database fault (%s); "
+                "again in %.1fs", claim.grading_id, type(fault).__name__, pause,
+            )  # fmt: skip
+            await asyncio.sleep(pause)
+            pause = min(2 * pause, STORE_RETRY_MAX_SECONDS)
+        log.error(
+            "whether the outcome of %s was stored could not be read; counted discarded",
+            claim.grading_id, exc_info=fault,
+        )  # fmt: skip
+        return None
 
     async def _failed(
         self,
@@ -533,12 +557,12 @@ class GradingWorkers:
                 seconds=self.services.settings.judge_retry_seconds
             )
             reason = f"{INTERNAL_ERROR}: service error (try {tries} of {INTERNAL_ERROR_TRIES})"
-            stored = await self._deferred(claim, lease, reason, retry_at, calls)
+            outcome = await self._deferred(claim, lease, reason, retry_at, calls)
             # counted as the judge-outage path counts: the calls asked, and a deferral
             # only when the queue kept it (a lease another worker took refuses it)
             retry = unscored_result(claim, INTERNAL_ERROR, reason)
             retry = retry.model_copy(update={"calls": tuple(calls)})
-            self._account(retry, "deferred" if stored else "discarded", pending=reason)
+            self._account(retry, outcome, pending=reason)
         except Exception:  # the database itself may be what failed: the lease expires
             log.exception("recording the failure of %s failed; it will be claimed again",
                           claim.grading_id)  # fmt: skip
@@ -594,8 +618,13 @@ class GradingWorkers:
 
     def _account(self, result: GradingResult, stored: str, *, pending: str | None = None) -> None:
         """Metrics, and a log line per judge call and for the outcome (``pending``: the
-        reason a deferred grading waits)."""
-        self.metrics.record_grading(result, stored=stored)
+        reason a deferred grading waits). ``stored``: ``"completed"``, ``"deferred"``,
+        ``"discarded"`` or ``"cancelled"`` (an item its regrade job's cancel took when it
+        came back unfinished: its judge calls count, no grading outcome does)."""
+        if stored == "cancelled":
+            self.metrics.record_calls(result)
+        else:
+            self.metrics.record_grading(result, stored=stored)
         log_grading(log, result, stored, pending_reason=pending)
 
     async def _grade(self, claim: Claim, rubric: Rubric | None) -> GradingResult:

@@ -191,7 +191,8 @@ async def test_misses_after_a_run_of_hits_never_exceed_the_free_slots(
         await _graded_by_pass(store, 12, "payments")  # 12 more, never graded by the regrader
         await _shadow_job(store)  # 16 items: 4 hits, 12 misses
 
-        fast = FastRegrade(services, runtime.workers._review_marks, _ignore)
+        workers = runtime.workers
+        fast = FastRegrade(services, workers._review_marks, _ignore, workers._landed)
         misses, full = await fast.run("fast", free=4)
         assert (misses, full) == ([], True)  # the second job: 4 hits, the batch grows to 8
         misses, _ = await fast.run("fast", free=1)  # one free slot

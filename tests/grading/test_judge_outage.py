@@ -15,6 +15,7 @@ from sqlalchemy import select, update
 from sqlalchemy.engine import Engine
 from sqlmodel import col
 
+from api.grading.workers import GradingWorkers
 from api.service.judge_status import judge_status, startup_message
 from judge.backends.ollama import OllamaBackend
 from judge.backends.openai import OpenAIBackend
@@ -24,6 +25,7 @@ from judge.errors import JudgeAuthError, JudgeRateLimited, JudgeUnavailable
 from judge.retry import complete_with_retries
 from storage import GradingRecord, JudgeCallRecord
 from storage.gradings import GradingReads
+from tests.grading.test_internal_error import _metric
 from tests.judge.backend_servers import (
     DIGEST,
     OLLAMA_BASE,
@@ -456,3 +458,45 @@ async def test_a_wait_on_a_grading_deferred_by_a_judge_outage_polls_instead_of_s
     assert took >= 1.9
     # polling every 0.25 s over 2 s is about 8 reads (a few more for wake-ups)
     assert reads <= 20, f"{reads} reads of the grading in a 2 s wait"
+
+
+async def test_an_item_of_a_cancelled_regrade_job_meeting_a_judge_outage_is_cancelled(
+    api_client: Any, tokens: Any
+) -> None:
+    """An item of a regrade job cancelled while its worker was with the judge, which turns
+    out to be away, is cancelled when the worker gives it back, not kept pending: nothing
+    retries it, and ``/metrics`` counts the judge call made but no grading deferred (nor a
+    result discarded)."""
+    agent, admin = await tokens("submitter"), await tokens("admin")
+    async with api_client() as client:
+        sent = await client.post(
+            "/v1/submissions?wait=20",
+            json={"diagnosis": DIAGNOSIS, "ground_truth": TRUTH},
+            headers=agent,
+        )
+        assert sent.status_code == 201, sent.text
+    spec = "openai:down@http://127.0.0.1:9/v1"
+    down = ScriptedBackend([JudgeUnavailable("connection refused") for _ in range(5)], model="down")
+    settings = {"start_workers": False, "judge_max_attempts": 1}
+    async with api_client(backends={spec: down}, **settings) as client:
+        created = await client.post(
+            "/v1/regrade-jobs", json={"judge": spec, "mode": "shadow"}, headers=admin
+        )
+        assert created.status_code == 201, created.text
+        job = created.json()["id"]
+        services = client.app.state.services
+        [claim] = await services.store.queue.claim_pending(
+            "w-1", limit=1, lease_seconds=60, regrade=True
+        )
+        cancelled = await client.post(f"/v1/regrade-jobs/{job}/cancel", headers=admin)
+        assert cancelled.status_code == 200, cancelled.text
+        workers = GradingWorkers(
+            services, count=1, worker_id="w-1", metrics=client.app.state.metrics
+        )
+        await workers.process(claim)  # the judge is away: the worker gives the item back
+        item = (await client.get(f"/v1/gradings/{claim.grading_id}", headers=admin)).json()
+        scrape = (await client.get("/metrics", headers=admin)).text
+    assert item["status"] == "cancelled"
+    assert _metric(scrape, "sre_judge_judge_calls_total", outcome="judge_unavailable") == 1
+    assert _metric(scrape, "sre_judge_gradings_deferred_total") == 0
+    assert _metric(scrape, "sre_judge_grading_results_discarded_total") == 0

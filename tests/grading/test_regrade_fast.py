@@ -21,7 +21,9 @@ from api.service.services import Services
 from judge.backends.scripted import ScriptedBackend
 from storage import Claim, FinishedGrading, Store, verify_chain
 from storage.keys import ServiceKey
+from storage.queue import QueueRepository
 from tests.api.conftest import ClientFactory
+from tests.grading.test_internal_error import DROPPED, _metric
 from tests.regrade.test_regrade_api import NEW_JUDGE, _finished
 from tests.storage.helpers import sregym_rubric
 from tests.support.audit import configured_chain_key
@@ -118,7 +120,7 @@ async def test_fast_path_gradings_equal_the_usual_ones_field_by_field(
         await client.post(f"/v1/regrade-jobs/{fast_job}/pause", headers=admin)
         await _slow(services, slow_job)
         await client.post(f"/v1/regrade-jobs/{fast_job}/resume", headers=admin)
-        fast = FastRegrade(services, GradingWorkers(services, count=1)._review_marks, _ignore)
+        fast = _fast_path(services)
         with statements(engine) as seen:
             assert await fast.run("fast") == ([], False)  # 42 items, one batch, all hits
         # the batch's cache entries in one query, its verdicts in one write
@@ -156,7 +158,7 @@ async def test_a_batch_that_cannot_be_stored_whole_is_stored_one_by_one(
         job = await _create(client, admin)
         queue = services.store.queue
         claims = await queue.claim_pending("fast", limit=50, lease_seconds=60, regrade=True)
-        fast = FastRegrade(services, GradingWorkers(services, count=1)._review_marks, _ignore)
+        fast = _fast_path(services)
         lookup = _SharedLookup(services.store.cache.get_many)
         answered = await asyncio.gather(*(fast._answer(claim, lookup) for claim in claims))
         assert lookup.reads == 1 and all(answered)
@@ -180,6 +182,12 @@ async def test_a_batch_that_cannot_be_stored_whole_is_stored_one_by_one(
 
 def _ignore(*_: Any) -> None:
     """No metrics in these tests."""
+
+
+def _fast_path(services: Services) -> FastRegrade:
+    """The fast path of worker ``fast``, with no metrics."""
+    workers = GradingWorkers(services, count=1, worker_id="fast")
+    return FastRegrade(services, workers._review_marks, _ignore, workers._landed)
 
 
 async def _assert_completed_once(engine: Engine, job_id: str) -> None:
@@ -208,7 +216,7 @@ async def test_misses_and_paused_jobs_are_left_to_the_usual_path(
         services: Services = client.app.state.services
         job = await _create(client, admin)  # nothing cached yet: every item is a miss
         await client.post(f"/v1/regrade-jobs/{job}/pause", headers=admin)
-        fast = FastRegrade(services, GradingWorkers(services, count=1)._review_marks, _ignore)
+        fast = _fast_path(services)
         assert await fast.run("fast") == ([], False)  # a paused job's items are not claimed
         await client.post(f"/v1/regrade-jobs/{job}/resume", headers=admin)
         await asyncio.sleep(0.1)  # it looks again one poll (0.05 s here) after finding none
@@ -246,7 +254,7 @@ async def test_a_failed_give_back_of_spare_items_keeps_the_misses_for_the_slots(
     async with api_client(start_workers=False, backends=backends) as client:
         services: Services = client.app.state.services
         await _create(client, admin)  # nothing cached: every item is a miss
-        fast = FastRegrade(services, GradingWorkers(services, count=1)._review_marks, _ignore)
+        fast = _fast_path(services)
         fast._batch = 50  # as after batches of hits
 
         async def broken(*_: Any) -> int:
@@ -255,3 +263,40 @@ async def test_a_failed_give_back_of_spare_items_keeps_the_misses_for_the_slots(
         monkeypatch.setattr(services.store.queue, "release_leases", broken)
         misses, full = await fast.run("fast", free=4)
     assert len(misses) == 4 and not full
+
+
+async def test_a_batch_whose_commit_went_through_unacknowledged_is_counted_stored(
+    api_client: ClientFactory,
+    tokens: Callable[..., Any],
+    engine: Engine,
+    service_key: ServiceKey,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The commit of a batch of verdicts answered from the judge cache goes through, but
+    the connection drops before the worker hears so: each item written again alone is
+    refused (it is graded), and is counted among the gradings stored, once, not among
+    the results discarded."""
+    await _import(engine, service_key, tmp_path)
+    admin, judge = await _cache_filled(api_client, tokens)
+    real = QueueRepository.complete_many
+    dropped: list[int] = []
+
+    async def unacknowledged(self: QueueRepository, items: Any, **kwargs: Any) -> list[bool]:
+        stored = await real(self, items, **kwargs)
+        if len(items) > 1 and not dropped:  # the fast path's first batch of several
+            dropped.append(len(items))
+            raise DROPPED
+        return stored
+
+    monkeypatch.setattr(QueueRepository, "complete_many", unacknowledged)
+    async with api_client(backends={NEW_JUDGE: judge}) as client:
+        job = await _create(client, admin)
+        view = await _finished(client, admin, job)
+        await asyncio.sleep(0.2)
+        scrape = (await client.get("/metrics", headers=admin)).text
+    assert dropped, "no batch of several was stored"
+    assert view["done"] == 42
+    await _assert_completed_once(engine, job)
+    assert _metric(scrape, "sre_judge_grading_results_discarded_total") == 0
+    assert _metric(scrape, "sre_judge_gradings_total", status="graded") == 42

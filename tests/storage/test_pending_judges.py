@@ -103,7 +103,7 @@ async def test_the_old_result_is_discarded_when_the_same_process_claims_it_again
         grading_id, "w1", reason="judge_unavailable", retry_at=store.db.clock(),
         claim_count=old.claim_count,
     )  # fmt: skip
-    assert deferred is False
+    assert deferred is None
     current = FinishedGrading(grading_id, "w1", graded_result(), claim_count=new.claim_count)
     assert await store.queue.complete_many([current]) == [True]
 

@@ -220,10 +220,11 @@ async def test_a_deferred_grading_stays_pending_until_retry_at(store: Store, clo
     [first] = await store.queue.claim_pending("w1", limit=1, lease_seconds=60)
     retry_at = clock() + timedelta(seconds=120)
     failed = judge_call(ok=False)
-    assert await store.queue.defer(
+    deferred = await store.queue.defer(
         grading_id, "w1", reason="judge unreachable", retry_at=retry_at, calls=[failed],
         claim_count=first.claim_count,
     )  # fmt: skip
+    assert deferred == "deferred"
     view = await store.gradings.get(grading_id)
     assert view is not None
     g = view.grading
@@ -236,9 +237,10 @@ async def test_a_deferred_grading_stays_pending_until_retry_at(store: Store, clo
     assert events[-2:] == ["judge.call", "grading.deferred"]
 
     assert await store.queue.claim_pending("w2", limit=1, lease_seconds=60) == []
-    assert not await store.queue.defer(
+    refused = await store.queue.defer(
         grading_id, "w2", reason="x", retry_at=retry_at, calls=[], claim_count=first.claim_count
     )
+    assert refused is None
     clock.advance(121)
     [claim] = await store.queue.claim_pending("w2", limit=1, lease_seconds=60)
     assert claim.claim_count == 2

@@ -160,14 +160,16 @@ async def test_an_in_flight_item_deferred_after_a_cancel_is_cancelled_and_resume
     store: Store,
 ) -> None:
     """An item with the judge when its job is cancelled, deferred because the judge is
-    away, becomes ``cancelled`` like the job's other unfinished items: the job shows
-    nothing remaining, the queue's depth leaves it out, and resume brings it back."""
+    away, becomes ``cancelled`` like the job's other unfinished items, and the deferral
+    says so: the job shows nothing remaining, the queue's depth leaves it out, and resume
+    brings it back."""
     job_id, [claim] = await _cancelled_with_in_flight(store)
     retry_at = store.db.clock() + timedelta(seconds=60)
-    assert await store.queue.defer(
+    deferred = await store.queue.defer(
         claim.grading_id, "w", reason="judge_unavailable", retry_at=retry_at,
         calls=[judge_call(ok=False)], claim_count=claim.claim_count,
     )  # fmt: skip
+    assert deferred == "cancelled"
     jobs = RegradeJobQueries(store.db)
     view = await jobs.get_job(job_id)
     assert await _status(store, claim.grading_id) == "cancelled"
@@ -435,7 +437,7 @@ async def test_a_cancel_while_a_worker_defers_one_of_its_items_cancels_it_too(
         defer,
         lambda: jobs.change_job(job.id, "cancel", actor="admin"),
     )
-    assert deferred is True
+    assert deferred == "deferred"  # kept pending: the cancel, which waited, took it then
     assert (cancelled.progress.cancelled, cancelled.progress.remaining) == (2, 0)
 
 
