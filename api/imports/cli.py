@@ -83,7 +83,8 @@ def _report(report: ImportReport, *, fmt: str, prefix: str = "") -> None:
             f"imported {report.submissions} submissions "
             f"({report.sregym_verdicts} SREGym verdicts kept, {report.queued} queued for grading"
             f"{', not graded: ' + skipped if skipped else ''}); "
-            f"{report.already_imported} already imported; {report.problem_count} problems; "
+            f"{report.already_imported} already imported; "
+            f"{report.graded_here} graded here already; {report.problem_count} problems; "
             f"{report.conflict_count} conflicts"
         )
     if report.problems or report.conflicts:

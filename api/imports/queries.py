@@ -3,8 +3,10 @@
 Imports are idempotent: each submission carries an idempotency key derived from where it
 came from (SREGym: run, agent, problem, attempt; JSONL: the line's content), so
 importing the same input again stores nothing twice, and an SREGym attempt met in
-several of its files is one submission (already imported after the first). A row that
-repeats an imported attempt's key (JSONL: its run, agent, model, problem and attempt)
+several of its files is one submission (already imported after the first). An SREGym
+attempt that this service graded itself (its row names a grading of this database, as
+the client's SREGym drop-in writes it) is no new submission: it is counted graded here.
+A row that repeats an imported attempt's key (JSONL: its run, agent, model, problem and attempt)
 with other content is a conflict: left out and reported with where it was, the stored
 one kept; a JSONL line looks for its attempt under the attempt's named lock, so imports
 running at once store it once. Rows are written in batches, one transaction each, every
@@ -165,6 +167,17 @@ class ImportQueries:
         )
         return session.execute(query).scalar()
 
+    @staticmethod
+    def _graded_here(session: Session, attempt: SregymAttempt) -> str | None:
+        """The grading of this database that the attempt's row names (the client's SREGym
+        drop-in wrote it), or None: an attempt graded here, which importing would store
+        twice. A grading of another server is not found: its row is imported as any
+        other."""
+        if attempt.named_grading is None:
+            return None
+        query = select(col(GradingRecord.id)).where(col(GradingRecord.id) == attempt.named_grading)
+        return session.execute(query).scalar()
+
     def _same_attempt(self, session: Session, new: SubmissionRecord) -> SubmissionRecord | None:
         """An imported JSONL submission of the same attempt as ``new`` (run, agent, model,
         scenario or ground truth, attempt); None when ``new`` names no run or attempt.
@@ -312,6 +325,10 @@ class ImportQueries:
     ) -> ImportReport:
         """Store attempts with SREGym's verdicts; attempts of unknown problems are problems.
 
+        An attempt whose row names a grading of this database (written by the client's
+        SREGym drop-in) stores nothing: it is counted ``graded_here`` (its other copies
+        already imported), whatever the problems file says of its problem.
+
         The submissions are ``submitted_by`` ``import:sregym``; their audit events (and
         those of the scenarios registered) name ``actor``, who imports, and ``job_id``,
         the import job that drives the import, if one does.
@@ -329,6 +346,8 @@ class ImportQueries:
             report.rows += 1
             if isinstance(item, ImportProblem):
                 report.problems.append(item)
+            elif (here := self._graded_here(session, item)) is not None:
+                report.count_graded_here(here)  # nothing new to store
             elif item.problem_id not in problems:
                 message = f"problem {item.problem_id!r} is not in the problems file"
                 report.problems.append(ImportProblem(item.source, message, field="problem_id"))

@@ -141,6 +141,7 @@ def _finished(job: dict[str, Any]) -> FinishedImport:
         submissions=summary.get("submissions", 0),
         already_imported=summary.get("already_imported", 0),
         sregym_verdicts=summary.get("sregym_verdicts", 0),
+        graded_here=summary.get("graded_here", 0),
         queued=summary.get("queued", 0),
         not_graded=dict(summary.get("not_graded") or {}),
         problems=problems,

@@ -1,5 +1,5 @@
-"""What an import reports: counts stored, skipped, refused and in conflict; progress; a
-strict abort.
+"""What an import reports: counts stored, skipped, graded here already, refused and in
+conflict; progress; a strict abort.
 
 ``api.imports.queries`` fills an :class:`ImportReport` batch by batch (``read_batches``:
 each batch read in a worker thread) and raises :class:`ImportAborted` when a strict
@@ -38,6 +38,10 @@ class ImportReport:
     already_imported: int = 0
     #: SREGym verdicts kept as gradings of the external judge
     sregym_verdicts: int = 0
+    #: SREGym attempts this service graded itself (the client's SREGym drop-in wrote the
+    #: row, naming a grading in this database): nothing stored; each counted once, its
+    #: other copies already imported
+    graded_here: int = 0
     #: gradings queued for the workers
     queued: int = 0
     #: attempts without a diagnosis, by outcome: stored, never graded
@@ -46,12 +50,14 @@ class ImportReport:
     #: rows that repeat an imported attempt's key with other content: left out, the
     #: stored one kept
     conflicts: list[ImportProblem] = field(default_factory=list)
-    #: rows handled so far: stored, already imported, in conflict or refused
+    #: rows handled so far: stored, already imported, graded here, in conflict or refused
     rows: int = 0
     #: all the rows refused and all in conflict, where ``problems`` and ``conflicts`` list
     #: only the first of them (as a server's import job keeps them); None: all are listed
     problems_total: int | None = None
     conflicts_total: int | None = None
+    #: the gradings ``graded_here`` counted, in the order met
+    graded_here_ids: dict[str, None] = field(default_factory=dict, init=False, repr=False)
 
     @property
     def problem_count(self) -> int:
@@ -67,15 +73,28 @@ class ImportReport:
         """Where the report stands, for :meth:`rewind` (when a transaction is rolled back)."""
         graded = tuple(self.not_graded.get(k, 0) for k in _OUTCOMES)
         counts = (self.submissions, self.already_imported, self.sregym_verdicts, self.queued)
-        return (*counts, len(self.problems), len(self.conflicts), self.rows, *graded)
+        listed = (len(self.problems), len(self.conflicts), len(self.graded_here_ids))
+        return (*counts, self.graded_here, *listed, self.rows, *graded)
 
     def rewind(self, mark: tuple[int, ...]) -> None:
         """Back to where :meth:`mark` was taken."""
         self.submissions, self.already_imported, self.sregym_verdicts, self.queued = mark[:4]
-        del self.problems[mark[4] :]
-        del self.conflicts[mark[5] :]
-        self.rows = mark[6]
-        self.not_graded = {k: n for k, n in zip(_OUTCOMES, mark[7:], strict=True) if n}
+        self.graded_here = mark[4]
+        del self.problems[mark[5] :]
+        del self.conflicts[mark[6] :]
+        for grading_id in list(self.graded_here_ids)[mark[7] :]:
+            del self.graded_here_ids[grading_id]
+        self.rows = mark[8]
+        self.not_graded = {k: n for k, n in zip(_OUTCOMES, mark[9:], strict=True) if n}
+
+    def count_graded_here(self, grading_id: str) -> None:
+        """An attempt this service graded (``grading_id``) met: ``graded_here`` the first
+        time in this import, already imported for its other copies."""
+        if grading_id in self.graded_here_ids:
+            self.already_imported += 1
+        else:
+            self.graded_here_ids[grading_id] = None
+            self.graded_here += 1
 
     def as_dict(self) -> dict[str, Any]:
         """A JSON-ready summary."""
@@ -83,6 +102,7 @@ class ImportReport:
             "submissions": self.submissions,
             "already_imported": self.already_imported,
             "sregym_verdicts": self.sregym_verdicts,
+            "graded_here": self.graded_here,
             "queued": self.queued,
             "not_graded": dict(self.not_graded),
             "problems": [str(p) for p in self.problems],

@@ -2,8 +2,11 @@
 
 SREGym's verdict becomes a grading by the external judge ``sregym``: status graded,
 its checklist as answers, its success and composite as they were, current; unscored,
-with its reason, where the checklist is unreadable or is SREGym's default for a judge
-reply it could not parse (nine "No" that are no verdict). Either carries the review
+with its reason, where the checklist is unreadable, is SREGym's default for a judge
+reply it could not parse (nine "No" that are no verdict), or is the empty one beside a
+verdict alone that the client's SREGym drop-in writes for a token shown verdicts only
+(``sregym_verdict_only``: no answers to grade by, and a graded grading here always has
+them; SREGym's success stays in the submission's ``metadata.sregym``). Either carries the review
 reasons the screening of its diagnosis found (``credential_leaked``,
 ``injection_suspected``), as a grading of a submitted diagnosis does, and is in the
 review queue for them; they hold no pass: SREGym's success stands. Attempts that
@@ -191,6 +194,10 @@ def sregym_grading(
         created_at=at,
         graded_at=at,
     )
+    if attempt.verdict_only:  # a verdict without the answers this service grades by
+        grading.status, grading.unscored_reason = "unscored", "sregym_verdict_only"
+        grading.detail = attempt.checklist_problem
+        return grading, []
     if attempt.answers is None:
         grading.status, grading.unscored_reason = "unscored", "sregym_checklist_unreadable"
         grading.detail = attempt.checklist_problem

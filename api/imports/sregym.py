@@ -9,7 +9,12 @@ that gather rows (:func:`_reading_order`), and a CSV file with no ``problem_id``
 (an agent's own log, such as stratus's ``<pid>_stratus_output.csv`` in ``run_<n>/``) is
 no results file and is skipped. ``Diagnosis.dimensions`` and
 ``Diagnosis.checklist`` are Python reprs of a dict and a list: they are read with
-``ast.literal_eval``, never ``eval``. A ``trace`` (or ``Diagnosis.trace``) column, where
+``ast.literal_eval``, never ``eval``. A row the client's SREGym drop-in
+(``sre_judge_client.sregym``) wrote names the grading of this service it reports, in the
+drop-in's own sentence that ends (or error that starts) ``Diagnosis.reasoning``: that
+id is read as a UUID and nothing else (:func:`_named_grading`), and a row of it that
+holds the verdict alone (an empty checklist) is told apart from an unreadable one.
+A ``trace`` (or ``Diagnosis.trace``) column, where
 a row has one, holds the agent's trace: a list of steps (JSON or such a repr) or text,
 read with its credentials redacted. The cells kept for export are redacted too where a
 credential may be (:func:`kept_cells`), and so are the checklist's evidence and text
@@ -35,6 +40,7 @@ import json
 import math
 import re
 import sys
+import uuid
 from collections.abc import Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -154,6 +160,12 @@ class SregymAttempt:
     checklist_problem: str | None = None
     #: the checklist is SREGym's default for a judge reply it could not parse: unscored
     judge_parse_failure: bool = False
+    #: the grading of an sre-judge service that the row's reasoning names (the drop-in
+    #: wrote the row), its id as stored (32 hex digits); None: the row names none
+    named_grading: str | None = None
+    #: the drop-in wrote the row's verdict alone (a token shown verdicts only): an empty
+    #: checklist beside ``Diagnosis.success``, no answers to grade by
+    verdict_only: bool = False
     #: the CSV file from the run folder on (``<run>/<agent>/<problem_id>/x.csv``, whatever
     #: folders the results were packed under) and the row's line in it as stored (csv's
     #: line number at the row's end: part of its kept row's and its key's identity)
@@ -296,6 +308,40 @@ def _outcome(row: dict[str, str], diagnosis: str) -> AttemptOutcome:
     return "diagnosed" if diagnosis else "no_submission"
 
 
+#: how the drop-in (``sre_judge_client.sregym``) names the grading it reports: the
+#: sentence that ends the reasoning of a verdict, the start of its error for a grading
+#: that ended unscored or was still pending; an id is taken where the sentence is, never
+#: from within the text before it (the judge's evidence there quotes the diagnosis)
+_DROPIN_GRADED = re.compile(r"Graded by sre-judge: grading ([0-9A-Za-z-]{1,64})\.\Z")
+_DROPIN_ERROR = re.compile(r"\AError: sre-judge grading ([0-9A-Za-z-]{1,64}) is [a-z_]+ \(")
+
+
+class _Named(NamedTuple):
+    """The sre-judge grading a row names: its id as stored (32 lowercase hex digits), and
+    whether the row reports its verdict (not the drop-in's error for it)."""
+
+    grading: str
+    verdict: bool
+
+
+def _named_grading(reasoning: str | None) -> _Named | None:
+    """The sre-judge grading a ``Diagnosis.reasoning`` cell names in the drop-in's words;
+    None unless the cell holds one of its sentences with a UUID (32 hex digits, or the
+    hyphenated form) in place."""
+    text = (reasoning or "").strip()
+    found = _DROPIN_GRADED.search(text) or _DROPIN_ERROR.match(text)
+    if found is None:
+        return None
+    named = found.group(1).lower()
+    try:
+        grading = uuid.UUID(named)
+    except ValueError:
+        return None
+    if named not in (grading.hex, str(grading)):
+        return None
+    return _Named(grading.hex, found.re is _DROPIN_GRADED)
+
+
 #: the evidence of SREGym's default checklist when its judge's reply could not be parsed
 #: (``DiagnosisJudge``: nine "No", "parse failure — defaulting to No", Low)
 _PARSE_FAILURE = "parse failure"
@@ -307,6 +353,25 @@ def _parse_failure_default(answers: tuple[SregymAnswer, ...]) -> bool:
     return bool(answers) and all(
         not a.answer and a.evidence.strip().lower().startswith(_PARSE_FAILURE) for a in answers
     )
+
+
+def _checklist(
+    row: Mapping[str, str | None], named: _Named | None, success: str
+) -> tuple[tuple[SregymAnswer, ...] | None, str | None, bool]:
+    """A diagnosed row's checklist: its answers, or why there are none; and whether the
+    row is the drop-in's verdict alone (it reports the verdict of the grading it names,
+    ``named``, with an empty checklist beside a ``Diagnosis.success``, ``success``)."""
+    try:
+        listed = _literal(row.get("Diagnosis.checklist"))
+        if not (named and named.verdict and success and listed in ([], ())):
+            return _answers(listed), None, False
+    except _UNREADABLE as exc:
+        return None, f"Diagnosis.checklist is not readable: {str(exc)[:200]}", False
+    why = (
+        f"Diagnosis.checklist is empty: the row holds the verdict of sre-judge grading "
+        f"{named.grading} alone (Diagnosis.success {_flag(success)}), without its answers"
+    )
+    return None, why, True
 
 
 def kept_cells(
@@ -506,12 +571,11 @@ def _attempt(
     cells, shown = _kept_cells(row, known=secrets)
     trace = None if traced is None else swept_trace(traced[1], shown)
     outcome = _outcome(row, diagnosis)
-    answers, problem = None, None
+    named = _named_grading(row.get("Diagnosis.reasoning"))
+    success_text = _text(row.get("Diagnosis.success"))
+    answers, problem, verdict_only = None, None, False
     if outcome == "diagnosed":
-        try:
-            answers = _answers(_literal(row.get("Diagnosis.checklist")))
-        except _UNREADABLE as exc:
-            problem = f"Diagnosis.checklist is not readable: {str(exc)[:200]}"
+        answers, problem, verdict_only = _checklist(row, named, success_text)
     parse_failure = answers is not None and _parse_failure_default(answers)
     if parse_failure:
         problem = "Diagnosis.checklist is SREGym's default for a judge reply it could not parse"
@@ -519,7 +583,6 @@ def _attempt(
         for text in (answer.question_id, answer.evidence):
             if problem_text := unstorable(text):
                 raise _Refused("Diagnosis.checklist", f"an entry {problem_text}")
-    success_text = _text(row.get("Diagnosis.success"))
     original = _original(cells)  # its checklist text redacted
     if found := unstorable_value(original):  # e.g. 1e999 in Diagnosis.dimensions
         where, why = found
@@ -540,6 +603,8 @@ def _attempt(
         composite=_number(row.get("Diagnosis.composite_score")),
         checklist_problem=problem,
         judge_parse_failure=parse_failure,
+        named_grading=None if named is None else named.grading,
+        verdict_only=verdict_only,
         path=path,
         line=line,
         columns=columns,
