@@ -11,11 +11,13 @@ from litestar.params import FromPath, FromQuery, JSONBody, QueryParameter
 
 from api.grading.judge_moves import JudgeMoveReport, JudgeMoveRequest, move_pending_gradings
 from api.http.auth import require
+from api.service.errors import InvalidRequest
 from api.service.presenters import read_grading, readable_gradings
 from api.service.principal import Principal
 from api.service.schemas import GradingPage, GradingRead
 from api.service.services import Services
 from api.service.visibility import grading_etag
+from judge.rubric import split_rubric_ref
 from storage import GradingFilter
 from storage.search import parse_search
 
@@ -60,6 +62,16 @@ async def list_gradings(
     created_after: FromQuery[datetime | None] = None,
     created_before: FromQuery[datetime | None] = None,
     tag: FromQuery[str | None] = None,
+    judge: Annotated[
+        str | None,
+        QueryParameter(
+            description="the judge as reports label it: its model, or backend:model "
+            "(panel:... for a panel)"
+        ),
+    ] = None,
+    rubric: Annotated[
+        str | None, QueryParameter(description="the rubric: id or id@version")
+    ] = None,
     q: Annotated[
         str | None,
         QueryParameter(
@@ -72,7 +84,10 @@ async def list_gradings(
 ) -> GradingPage:
     """Submitters see their own gradings; adjudicators and admins see all. ``q``
     searches the diagnosis, override reasons and tag notes (``storage.search``); 422
-    naming ``q`` when it is malformed."""
+    naming ``q`` when it is malformed. ``judge`` and ``rubric`` take the reports' labels,
+    so a report's group lists the gradings behind it (422 naming ``rubric`` for ``id@``
+    or an empty id, which name no rubric)."""
+    rubric_id, version = _rubric_filter(rubric)
     filters = GradingFilter(
         agent=agent,
         model=model,
@@ -83,12 +98,29 @@ async def list_gradings(
         created_after=created_after,
         created_before=created_before,
         tag=tag,
+        judge=judge,
+        rubric_id=rubric_id,
+        rubric_version=version,
         search=parse_search(q),
     )
     items, next_cursor = await readable_gradings(
         services, principal, filters, cursor=cursor, limit=limit
     )
     return GradingPage(items=items, next_cursor=next_cursor)
+
+
+def _rubric_filter(rubric: str | None) -> tuple[str | None, str | None]:
+    """``rubric`` (``id`` or ``id@version``) as the list's (id, version) filter; an empty
+    id or version names no rubric: refused naming ``rubric``."""
+    if rubric is None:
+        return None, None
+    try:
+        rubric_id, version = split_rubric_ref(rubric)
+    except ValueError as exc:
+        raise InvalidRequest(str(exc), field="rubric") from exc
+    if not rubric_id.strip():
+        raise InvalidRequest(f"{rubric!r}: the rubric id is empty", field="rubric")
+    return rubric_id, version
 
 
 @post(

@@ -147,8 +147,8 @@ class Client:
 
     def list(self, *, page_size: int = 100, **filters: Any) -> Iterator[Grading]:
         """Every grading matching the filters (``agent``, ``model``, ``scenario_id``,
-        ``status``, ``passed``, ``held``, ``created_after``, ...), newest first, fetched
-        page by page as you iterate."""
+        ``status``, ``passed``, ``held``, ``created_after``, ``judge``, ``rubric``, ...),
+        newest first, fetched page by page as you iterate."""
         cursor: str | None = None
         while True:
             page = self._send_for(GradingPage, _calls.list_gradings(filters, cursor, page_size))
