@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 from urllib.parse import urlencode
 
@@ -18,6 +20,7 @@ from api.adjudication.queue_pages import carried_walk, claim_withheld
 from api.adjudication.submitter_view import submitter_page_context
 from api.adjudication.use_cases import append_override, claim_review, grading_page_parts
 from api.service.presenters import readable_gradings
+from api.service.principal import Principal
 from api.service.schemas import GradingPublic, OverrideCreate
 from api.service.services import Services
 from api.web.pages import page
@@ -25,13 +28,105 @@ from api.web.sessions import SignedIn, web_require
 from storage import GradingFilter
 from storage.errors import Conflict, PreconditionFailed, Superseded
 from storage.search import InvalidSearch, parse_search
+from storage.tables import RESULT_STATUSES, GradingRecord
 
-__all__ = ["grading_list", "grading_page", "override_from_page", "render_grading_page"]
+__all__ = [
+    "PageOffers",
+    "grading_list",
+    "grading_page",
+    "override_from_page",
+    "page_offers",
+    "related_standing",
+    "render_grading_page",
+]
 
 #: the verdict labels a page shows (``grading_view.verdict_label``)
 VERDICT_LABELS = frozenset({"PASS", "FAIL", "HELD", "UNSCORED", "PENDING"})
 #: what an override confirmation may name: a question id (as rubrics allow) or the verdict
 _SAVED = re.compile(r"[A-Za-z0-9_.-]{1,32}")
+
+
+@dataclass(frozen=True)
+class PageOffers:
+    """What a grading's pages offer the signed-in person: exactly what the service takes
+    from them in the grading's state, so that no button shown is always refused.
+
+    A grading a promoted regrade superseded takes none of it (its page links the grading
+    in force, where the review goes on); one without a result (pending, or an item of a
+    cancelled regrade job) takes no override, no **Done** and no blind labels, which
+    would decide before the judge's result is in; a held pass is not finished by
+    **Done** nor by labels: a verdict override decides it."""
+
+    #: answer and verdict overrides
+    override: bool = False
+    #: failure tags added and removed
+    tag: bool = False
+    #: **Done, next**: the review finished
+    finish: bool = False
+    #: **Skip**
+    skip: bool = False
+    #: blind labels (which finish the review too)
+    label: bool = False
+    #: why the grading takes no override, **Done** nor labels yet, in words ("" when it
+    #: has a result or is superseded)
+    no_result: str = ""
+    #: the cancelled regrade job to resume before the grading takes them, if that is why
+    resume_job: str | None = None
+
+    def label_form(self, *, refused: bool) -> bool:
+        """Whether the blind-label page shows its form: when labels are taken, and after
+        labels were refused (the answers sent kept, to send again) on a grading that may
+        take them later: a held pass once a verdict decides it, a pending one once graded.
+        Never on a superseded grading: its labels go on the grading in force."""
+        return self.label or (refused and self.skip)  # skip: its review goes on here
+
+
+def page_offers(principal: Principal, grading: GradingPublic) -> PageOffers:
+    """What ``principal`` is offered on ``grading``'s pages (:class:`PageOffers`)."""
+    if not principal.at_least("adjudicator") or grading.superseded_by is not None:
+        return PageOffers()
+    has_result = grading.status in RESULT_STATUSES
+    decides = has_result and not grading.held
+    cancelled = grading.status == "cancelled"
+    if has_result:
+        why = ""
+    elif cancelled:
+        why = (
+            "Its regrade job was cancelled before the judge answered: the job must be "
+            "resumed first. Overrides, Done and blind labels wait for its result."
+        )
+    else:
+        why = (
+            "The judge has not answered yet: overrides, Done and blind labels wait for its result."
+        )
+    return PageOffers(
+        override=has_result,
+        tag=True,
+        finish=decides,
+        skip=True,
+        label=decides,
+        no_result=why,
+        resume_job=grading.regrade_job_id if cancelled else None,
+    )
+
+
+def related_standing(grading: GradingRecord, modes: Mapping[str, str]) -> str:
+    """What another grading of the submission is, as its link says: ``current`` (the
+    verdict reports count), ``superseded`` (a promote replaced it), a ``shadow regrade``,
+    or an item of a promote regrade not promoted (yet: pending, or its job cancelled; or
+    not at all: no result to promote, or a human verdict that could not be carried onto
+    it keeps the old grading in force). ``modes``: the mode of each regrade job, by id."""
+    if grading.is_current:
+        return "current"
+    if grading.superseded_by is not None:
+        return "superseded"
+    mode = modes.get(grading.regrade_job_id or "")
+    if mode == "shadow":
+        return "shadow regrade"
+    if mode == "promote":
+        has_result = grading.status in RESULT_STATUSES
+        return "promote regrade, not promoted" + ("" if has_result else " yet")
+    return "not current"
 
 
 async def render_grading_page(
@@ -57,7 +152,10 @@ async def render_grading_page(
     principal = who.principal
     parts = await grading_page_parts(services, principal, grading_id)  # one snapshot
     grading, rubric = parts.grading, parts.rubric
-    related_rows = [(r, verdict_label(r), v.grading) for r, v in parts.related]
+    related_rows = [
+        (r, verdict_label(r), related_standing(v.grading, parts.regrade_modes))
+        for r, v in parts.related
+    ]
     if not isinstance(grading, GradingPublic):  # a submitter's view: what its API answer holds
         return page(
             "grading_submitter.html",
@@ -89,9 +187,7 @@ async def render_grading_page(
         tag_sent=tag_sent or {},
         tag_error_field=tag_error[0] if tag_error else "",
         tag_error=tag_error[1] if tag_error else "",
-        # a grading a promote superseded takes no override nor tag: its page links to
-        # the grading that replaced it instead of offering forms it would refuse
-        can_override=principal.at_least("adjudicator") and grading.superseded_by is None,
+        offers=page_offers(principal, grading),
     )
 
 

@@ -2,7 +2,9 @@
 judge's answers; once saved, the judge's answers and verdict beside yours with
 disagreements marked, on a page of its own the form's POST leads to (303), so a refresh
 reads the labels saved and sends nothing again. A held pass takes no labels (a verdict
-override decides it): its page says so and offers no form. The walk through the queue
+override decides it), nor does a grading without a result (pending, or an item of a
+cancelled regrade job) or one a promoted regrade superseded: the page says why and
+offers no form (:class:`~api.adjudication.grading_pages.PageOffers`). The walk through the queue
 (``q.``) goes along from the form to the result."""
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from litestar.enums import RequestEncodingType
 from litestar.params import Body, FromPath
 from litestar.response import Redirect, Template
 
-from api.adjudication.grading_pages import refused_claim_note
+from api.adjudication.grading_pages import page_offers, refused_claim_note
 from api.adjudication.grading_view import grading_page_context, verdict_label
 from api.adjudication.queue_pages import carried_walk, claim_withheld
 from api.adjudication.use_cases import (
@@ -62,6 +64,7 @@ async def _blind_context(services: Services, who: SignedIn, grading_id: str) -> 
         "truth": context["truth"],
         "diagnosis_text": grading.submission.diagnosis,
         "questions": context["questions"],
+        "offers": page_offers(who.principal, grading),
     }
 
 

@@ -11,9 +11,12 @@ each part would import the same visibility and presentation rules from the other
 
 from __future__ import annotations
 
-from collections.abc import Collection
-from dataclasses import dataclass
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
+
+from sqlalchemy import select
+from sqlmodel import col
 
 from api.adjudication.label_queries import LabelQueries
 from api.adjudication.override_queries import OverrideQueries
@@ -42,6 +45,7 @@ from storage.claims import graded_ground_truth
 from storage.database import AuditBatch
 from storage.errors import Conflict, InvalidCursor, PreconditionFailed
 from storage.gradings import overrides_of
+from storage.regrade.tables import RegradeJobRecord
 from storage.review_tables import (
     FailureTagRecord,
     HumanLabelRecord,
@@ -625,6 +629,9 @@ class GradingPageParts:
     #: the ground truth the grading is judged against (its scenario version's text),
     #: for those who may see it; else None
     ground_truth: str | None = None
+    #: the mode (``shadow`` or ``promote``) of each regrade job that made one of the
+    #: ``related`` gradings, by job id
+    regrade_modes: dict[str, str] = field(default_factory=dict)
 
 
 async def grading_page_parts(
@@ -657,7 +664,19 @@ def _page_parts(
         canned_reasons=list(dict.fromkeys(canned)),
         review=session.get(ReviewClaimRecord, grading_id) if adjudicator else None,
         ground_truth=graded_truth_shown(session, view, presented[0]),
+        regrade_modes=_regrade_modes(session, siblings),
     )
+
+
+def _regrade_modes(session: Session, views: Sequence[GradingView]) -> dict[str, str]:
+    """The mode of each regrade job that made one of ``views``' gradings, by job id."""
+    jobs = {v.grading.regrade_job_id for v in views if v.grading.regrade_job_id}
+    if not jobs:
+        return {}
+    query = select(col(RegradeJobRecord.id), col(RegradeJobRecord.mode)).where(
+        col(RegradeJobRecord.id).in_(jobs)
+    )
+    return {job_id: mode for job_id, mode in session.execute(query)}
 
 
 def graded_truth_shown(session: Session, view: GradingView, grading: GradingRead) -> str | None:

@@ -111,3 +111,30 @@ async def test_a_promoted_grading_a_later_promote_replaced_reads_superseded(
                    related, re.S)
     )  # fmt: skip
     assert links == {first["id"]: "superseded", second: "superseded"}
+
+
+async def test_an_item_of_a_promote_regrade_not_yet_promoted_reads_as_one(
+    api_client: Any, tokens: Any
+) -> None:
+    """The submission's other gradings say which regrade made each: an item of a promote
+    job that has no result yet (pending, or its job cancelled) reads "promote regrade,
+    not promoted yet", never "shadow regrade"."""
+    admin, agent = await tokens("admin"), await tokens("submitter")
+    ada = await tokens("adjudicator", "Ada")
+    async with api_client(**_two_judges(sregym_reply(set(IDS)), sregym_reply(set(IDS)))) as c:
+        original = (await graded(c, agent))["id"]
+    async with api_client(
+        backends={OTHER: ScriptedBackend(model="fail")}, start_workers=False
+    ) as c:
+        job = await c.post(
+            "/v1/regrade-jobs", json={"judge": OTHER, "mode": "promote"}, headers=admin
+        )
+        assert job.status_code == 201, job.text
+        await c.post(f"/v1/regrade-jobs/{job.json()['id']}/cancel", headers=admin)
+        await sign_in(c, ada)
+        page = (await c.get(f"/gradings/{original}")).text
+    related = page.split('data-testid="related"', 1)[1].split("</nav>", 1)[0]
+    item_link = related.split('<a href="/gradings/', 1)[1].split("</a>", 1)[0]
+    assert "verdict-cancelled" in item_link  # the promote job's cancelled item
+    assert "promote regrade, not promoted yet" in item_link, item_link
+    assert "shadow regrade" not in item_link
