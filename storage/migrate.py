@@ -6,6 +6,12 @@ async :func:`upgrade` runs that in a worker thread, so it works from inside a ru
 event loop. On a SQLite file it migrates through a separate connection with foreign
 keys off, as batch mode needs (the pragma cannot change inside a transaction), and then
 runs ``PRAGMA foreign_key_check``.
+
+Only ``serve`` and ``migrate`` upgrade a database from an older revision; a command
+that writes makes the schema of a database never migrated (``migrate_to(...,
+new_only=True)``) and every other process refuses a schema that is not its newest
+(:func:`require_newest`), so a newer release's command run against a deployment never
+upgrades the schema under the servers and workers of the older release.
 """
 
 from __future__ import annotations
@@ -84,8 +90,25 @@ def _newer_than_code(revision: str) -> SchemaMismatch:
     )
 
 
-def _upgrade(connection: Connection, revision: str) -> None:
+def _not_newest(current: str | None, *, never_migrated: bool = False) -> SchemaMismatch | None:
+    """The refusal of a database at ``current`` for a process of this code that does not
+    upgrade it: None at the newest revision (or, with ``never_migrated``, at none)."""
+    if current == head_revision() or (never_migrated and current is None):
+        return None
+    if not _known(current):
+        return _newer_than_code(str(current))
+    return SchemaMismatch(
+        f"the database is at schema revision {current or 'none (never migrated)'}, this "
+        f"sre-judge needs {head_revision()}: run `sre-judge migrate` (or start `sre-judge "
+        "serve`, which migrates) first"
+    )
+
+
+def _upgrade(connection: Connection, revision: str, *, new_only: bool) -> None:
     current = _current(connection)
+    refusal = _not_newest(current, never_migrated=True) if new_only else None
+    if refusal is not None:
+        raise refusal
     if not _known(current):
         raise _newer_than_code(str(current))
     config = alembic_config()
@@ -97,16 +120,25 @@ def _current(connection: Connection) -> str | None:
     return MigrationContext.configure(connection).get_current_revision()
 
 
-async def upgrade(engine_or_url: Engine | str | URL, revision: str = "head") -> None:
-    """Upgrade the database to ``revision`` (the newest by default), in a worker thread."""
-    await asyncio.to_thread(migrate_to, engine_or_url, revision)
+async def upgrade(
+    engine_or_url: Engine | str | URL, revision: str = "head", *, new_only: bool = False
+) -> None:
+    """Upgrade the database to ``revision`` (the newest by default), in a worker thread;
+    ``new_only`` as :func:`migrate_to`."""
+    await asyncio.to_thread(migrate_to, engine_or_url, revision, new_only=new_only)
 
 
-def migrate_to(engine_or_url: Engine | str | URL, revision: str = "head") -> None:
-    """Upgrade the database to ``revision`` (the newest by default); it blocks."""
+def migrate_to(
+    engine_or_url: Engine | str | URL, revision: str = "head", *, new_only: bool = False
+) -> None:
+    """Upgrade the database to ``revision`` (the newest by default); it blocks.
+
+    ``new_only`` (the commands that write, never ``serve`` nor ``migrate``): make the
+    schema of a database never migrated, and refuse one at an older revision as
+    :func:`require_newest` does rather than upgrade it under its servers and workers."""
     url = engine_or_url.url if isinstance(engine_or_url, Engine) else make_url(engine_or_url)
     if url.get_backend_name() == "sqlite" and url.database not in (None, "", ":memory:"):
-        _upgrade_sqlite(url, revision)
+        _upgrade_sqlite(url, revision, new_only=new_only)
         return
     with _engine(engine_or_url) as engine, engine.begin() as connection:
         # one migration at a time (replicas started together): the others wait for the
@@ -116,16 +148,16 @@ def migrate_to(engine_or_url: Engine | str | URL, revision: str = "head") -> Non
             lock = text("SELECT pg_advisory_xact_lock(:key)")
             connection.execute(lock, {"key": _MIGRATION_LOCK})
         if not _at(connection, revision):
-            _upgrade(connection, revision)
+            _upgrade(connection, revision, new_only=new_only)
 
 
-def _upgrade_sqlite(url: URL, revision: str) -> None:
+def _upgrade_sqlite(url: URL, revision: str, *, new_only: bool) -> None:
     engine = make_engine(url, foreign_keys=False, poolclass=NullPool)
     try:
         with engine.begin() as connection:
             if _at(connection, revision):
                 return
-            _upgrade(connection, revision)
+            _upgrade(connection, revision, new_only=new_only)
             broken = connection.exec_driver_sql("PRAGMA foreign_key_check").all()
             if broken:
                 raise RuntimeError(f"migration left rows with broken foreign keys: {broken[:5]}")
@@ -145,20 +177,15 @@ def revision_of(engine_or_url: Engine | str | URL) -> str | None:
         return _current(connection)
 
 
-def require_newest(engine_or_url: Engine | str | URL) -> None:
+def require_newest(engine_or_url: Engine | str | URL, *, never_migrated: bool = False) -> None:
     """Refuse (:class:`~storage.errors.SchemaMismatch`) a database that is not at this
-    code's newest revision, for processes that use a database without migrating it (a
-    ``worker`` beside a ``serve`` that migrates); it blocks."""
-    current = revision_of(engine_or_url)
-    if current == head_revision():
-        return
-    if not _known(current):
-        raise _newer_than_code(str(current))
-    raise SchemaMismatch(
-        f"the database is at schema revision {current or 'none (never migrated)'}, this "
-        f"sre-judge needs {head_revision()}: run `sre-judge migrate` (or start `sre-judge "
-        "serve`, which migrates) first"
-    )
+    code's newest revision, for processes that use a database without upgrading it (a
+    ``worker`` beside a ``serve`` that migrates, the commands); with ``never_migrated`` a
+    database at no revision passes too (a command that will make its schema); it
+    blocks."""
+    refusal = _not_newest(revision_of(engine_or_url), never_migrated=never_migrated)
+    if refusal is not None:
+        raise refusal
 
 
 @contextmanager

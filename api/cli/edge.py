@@ -19,7 +19,12 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from api.cli.database import database_present, require_database, require_migrated
+from api.cli.database import (
+    database_present,
+    require_database,
+    require_migrated,
+    require_newest_or_none,
+)
 from api.terminal import terminal_text
 
 if TYPE_CHECKING:
@@ -214,25 +219,24 @@ async def service_runtime(
 ) -> AsyncIterator[Services]:
     """The service's runtime on the configured database, workers if asked.
 
-    Without ``existing`` the database is made or upgraded to the newest schema first.
-    ``existing``: for commands that work on what is stored, refuse a database that is
-    not there or was never migrated, rather than create an empty one, and one at an
-    older revision, rather than upgrade it under the deployment's servers and workers
-    (as ``worker`` does: only ``serve`` and ``migrate`` upgrade a deployment's schema).
+    Without ``existing`` a database never migrated (or not there) gets the newest schema
+    first. ``existing``: for commands that work on what is stored, refuse a database
+    that is not there or was never migrated, rather than create an empty one. Either
+    way a database at an older revision is refused, never upgraded under the
+    deployment's servers and workers (as ``worker`` does: only ``serve`` and ``migrate``
+    upgrade a deployment's schema).
 
     The runtime's loops (grading workers, batch runner, webhooks) log as the service's
     do (:func:`_command_logging`).
     """
-    import asyncio
-
     from api.service.runtime import Runtime
-    from storage import require_newest
 
     settings = load_settings()
     _command_logging(settings)
     if existing:
         await require_migrated(settings.database_url)
-        await asyncio.to_thread(require_newest, settings.database_url)
+    else:  # before the runtime makes a key
+        await require_newest_or_none(settings.database_url)
     try:
         runtime = Runtime(settings, workers=workers, migrate=not existing, create_key=not existing)
     except ValueError as exc:
@@ -267,20 +271,18 @@ def _command_logging(settings: Settings) -> None:
     configure_logging(settings.model_copy(update=defaults))
 
 
-def with_store(
-    work: Callable[[Store], Awaitable[T]], *, migrate: bool = False, writes: bool = False
-) -> T:
-    """Run ``work`` on a store over the configured database (migrated first if asked).
+def with_store(work: Callable[[Store], Awaitable[T]], *, migrate: bool = False) -> T:
+    """Run ``work`` on a store over the configured database.
 
-    For the commands that need the records only, not the judges or the workers. Without
-    ``migrate`` the database must exist and be migrated (``api.cli.database``); a command
-    that ``writes`` without migrating needs this code's newest schema too, so an older
-    release left behind in an upgrade never writes to a schema it does not know.
+    For the commands that need the records only, not the judges or the workers. With
+    ``migrate`` (the commands that write) a database never migrated gets the newest
+    schema first; without it the database must exist and be migrated
+    (``api.cli.database``). Either way the database must be at this code's newest
+    revision: an older one is refused, never upgraded under the deployment's servers
+    and workers, nor read with queries its schema cannot answer.
     """
-    import asyncio
-
     from api.webhooks.outbox import subscribe as subscribe_outbox
-    from storage import Store, make_engine, require_newest
+    from storage import Store, make_engine
 
     settings = load_settings()
     if not migrate:  # a reading command: never create an empty database (nor a key)
@@ -288,11 +290,9 @@ def with_store(
 
     async def on_store() -> T:
         if migrate:
-            await upgrade_with_key(settings)
+            await upgrade_with_key(settings, new_only=True)
         else:
             await require_migrated(settings.database_url)
-            if writes:
-                await asyncio.to_thread(require_newest, settings.database_url)
         engine = make_engine(settings.database_url)
         try:
             # a reading command changes nothing: it makes no key either
@@ -305,16 +305,20 @@ def with_store(
     return run(on_store())
 
 
-async def upgrade_with_key(settings: Settings) -> None:
+async def upgrade_with_key(settings: Settings, *, new_only: bool = False) -> None:
     """Upgrade the database to the newest schema once the service key that will write to
     it is checked, or made where the database has none yet (:func:`check_service_key`):
-    a refused key leaves no schema behind."""
+    a refused key leaves no schema behind. ``new_only`` (the commands that write; only
+    ``serve`` and ``migrate`` upgrade): make the schema of a database never migrated,
+    and refuse one at an older revision, before any key is made."""
     import asyncio
 
     from storage import upgrade
 
+    if new_only:
+        await require_newest_or_none(settings.database_url)
     await asyncio.to_thread(check_service_key, settings)
-    await upgrade(settings.database_url)
+    await upgrade(settings.database_url, new_only=new_only)
 
 
 def check_service_key(settings: Settings) -> None:

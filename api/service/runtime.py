@@ -123,7 +123,10 @@ class Runtime:
 
     ``engine`` and ``backends`` (judge spec -> backend) are seams for tests; without them
     the runtime makes its own from the settings and disposes of what it made. With
-    ``migrate`` the database is upgraded to the newest schema on entry. ``workers``
+    ``migrate`` a database never migrated gets the newest schema on entry; one at an
+    older revision is refused (:func:`storage.require_newest`), never upgraded under
+    the servers and workers of its release (only ``serve`` and ``migrate`` upgrade, and
+    ``serve`` does before it builds the app's runtime). ``workers``
     starts the grading workers (``settings.worker_count`` of them) on entry, after
     moving pending gradings of a judge no longer configured to the configured one
     (``api.grading.judge_moves``); ``checkpoints`` the periodic audit checkpoints
@@ -210,9 +213,10 @@ class Runtime:
         return self.services.store
 
     async def start(self) -> None:
-        """Migrate (if asked), seed, then start the workers (if asked)."""
+        """Make the schema of a new database (if asked), seed, then start the workers
+        (if asked)."""
         if self._migrate:
-            await upgrade(self.settings.database_url)
+            await upgrade(self.settings.database_url, new_only=True)
         await self._seed()
         if self._announce:
             settings = self.settings

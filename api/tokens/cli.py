@@ -117,5 +117,5 @@ def tokens_revoke(token_id: str) -> None:
         except NotFound:
             raise CommandError(f"no token with id {token_id!r}") from None
 
-    with_store(revoke, writes=True)
+    with_store(revoke)
     click.echo(f"revoked {token_id}", err=True)
