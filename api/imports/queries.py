@@ -5,7 +5,8 @@ came from (SREGym: run, agent, problem, attempt; JSONL: the line's content), so
 importing the same input again stores nothing twice, and an SREGym attempt met in
 several of its files is one submission (already imported after the first). An SREGym
 attempt that this service graded itself (its row names a grading of this database, as
-the client's SREGym drop-in writes it) is no new submission: it is counted graded here.
+the client's SREGym drop-in writes it, and that grading's submission is the attempt's:
+its diagnosis, problem and agent) is no new submission: it is counted graded here.
 A row that repeats an imported attempt's key (JSONL: its run, agent, model, problem and attempt)
 with other content is a conflict: left out and reported with where it was, the stored
 one kept; a JSONL line looks for its attempt under the attempt's named lock, so imports
@@ -42,6 +43,7 @@ from api.imports.problems import ImportProblem
 from api.imports.report import BATCH, ImportAborted, ImportProgress, ImportReport, read_batches
 from api.imports.rows import (
     jsonl_submission,
+    sregym_diagnosis,
     sregym_earlier_key,
     sregym_grading,
     sregym_submission,
@@ -146,6 +148,29 @@ def _line_difference(known: SubmissionRecord, new: SubmissionRecord) -> str | No
     return None
 
 
+def _graded_attempt(
+    attempt: SregymAttempt,
+    diagnosis: str,
+    scenario_id: str | None,
+    agent: str | None,
+    metadata: Mapping[str, Any] | None,
+) -> bool:
+    """Is the submission of the grading an attempt's row names (its ``diagnosis``,
+    ``scenario_id``, ``agent`` and ``metadata`` as stored) this attempt? Its problem is
+    the row's, where the submission names one (its scenario, or the ``problem_id`` the
+    drop-in puts in its metadata); its agent is the row's folder's, where the drop-in
+    was given one; and its diagnosis is the row's, compared as stored (the row's screened
+    as intake screens a submitted one, ``sregym_diagnosis``; surrounding blanks aside,
+    which the reader strips from a cell). The row has no model to compare."""
+    problem = (metadata or {}).get("problem_id")
+    for named in (scenario_id, problem if isinstance(problem, str) else None):
+        if named and named != attempt.problem_id:
+            return False
+    if agent and attempt.agent and agent != attempt.agent:
+        return False
+    return diagnosis.strip() == sregym_diagnosis(attempt).strip()
+
+
 def _instant(when: datetime) -> datetime:
     """``when`` as an aware time (SQLite hands back naive UTC)."""
     return when if when.tzinfo is not None else when.replace(tzinfo=UTC)
@@ -170,13 +195,23 @@ class ImportQueries:
     @staticmethod
     def _graded_here(session: Session, attempt: SregymAttempt) -> str | None:
         """The grading of this database that the attempt's row names (the client's SREGym
-        drop-in wrote it), or None: an attempt graded here, which importing would store
-        twice. A grading of another server is not found: its row is imported as any
-        other."""
+        drop-in wrote it) when it is this attempt's (:func:`_graded_attempt`), or None:
+        an attempt graded here, which importing would store twice. A grading of another
+        server is not found, and one of another attempt is not the attempt's (the
+        reasoning cell is a judge's free text, which a diagnosis can make name any
+        grading): its row is imported as any other."""
         if attempt.named_grading is None:
             return None
-        query = select(col(GradingRecord.id)).where(col(GradingRecord.id) == attempt.named_grading)
-        return session.execute(query).scalar()
+        s = SubmissionRecord
+        query = (
+            select(col(s.diagnosis), col(s.scenario_id), col(s.agent), col(s.metadata_))
+            .join(GradingRecord, col(GradingRecord.submission_id) == col(s.id))
+            .where(col(GradingRecord.id) == attempt.named_grading)
+        )
+        graded = session.execute(query).one_or_none()
+        if graded is None or not _graded_attempt(attempt, *graded):
+            return None
+        return attempt.named_grading
 
     def _same_attempt(self, session: Session, new: SubmissionRecord) -> SubmissionRecord | None:
         """An imported JSONL submission of the same attempt as ``new`` (run, agent, model,
@@ -326,8 +361,10 @@ class ImportQueries:
         """Store attempts with SREGym's verdicts; attempts of unknown problems are problems.
 
         An attempt whose row names a grading of this database (written by the client's
-        SREGym drop-in) stores nothing: it is counted ``graded_here`` (its other copies
-        already imported), whatever the problems file says of its problem.
+        SREGym drop-in) of this very attempt (its diagnosis, problem and agent) stores
+        nothing: it is counted ``graded_here`` (its other copies already imported),
+        whatever the problems file says of its problem. A row that names a grading of
+        another attempt is imported as any other.
 
         The submissions are ``submitted_by`` ``import:sregym``; their audit events (and
         those of the scenarios registered) name ``actor``, who imports, and ``job_id``,

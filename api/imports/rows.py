@@ -35,6 +35,7 @@ __all__ = [
     "jsonl_submission",
     "run_started_at",
     "screened",
+    "sregym_diagnosis",
     "sregym_earlier_key",
     "sregym_grading",
     "sregym_key",
@@ -71,6 +72,13 @@ def _screened_attempt(attempt: SregymAttempt) -> dict[str, Any]:
     """The attempt's diagnosis as its submission stores it (:func:`screened`), with the
     credentials its trace showed redacted too."""
     return screened(attempt.diagnosis, known=attempt.trace_secrets)
+
+
+def sregym_diagnosis(attempt: SregymAttempt) -> str:
+    """The attempt's diagnosis as its submission stores it: screened as intake screens a
+    submitted one (:func:`screened`: credentials redacted, text normalised where a
+    credential hid behind look-alike characters)."""
+    return str(_screened_attempt(attempt)["diagnosis"])
 
 
 def sregym_key(where: str) -> str:

@@ -13,7 +13,10 @@ no results file and is skipped. ``Diagnosis.dimensions`` and
 (``sre_judge_client.sregym``) wrote names the grading of this service it reports, in the
 drop-in's own sentence that ends (or error that starts) ``Diagnosis.reasoning``: that
 id is read as a UUID and nothing else (:func:`_named_grading`), and a row of it that
-holds the verdict alone (an empty checklist) is told apart from an unreadable one.
+holds the verdict alone (an empty checklist) is told apart from an unreadable one. The
+cell is a judge's free text, which a diagnosis can steer: the id is a claim, which the
+import takes only when the grading's submission is the row's attempt
+(``api.imports.queries``).
 A ``trace`` (or ``Diagnosis.trace``) column, where
 a row has one, holds the agent's trace: a list of steps (JSON or such a repr) or text,
 read with its credentials redacted. The cells kept for export are redacted too where a
@@ -161,7 +164,8 @@ class SregymAttempt:
     #: the checklist is SREGym's default for a judge reply it could not parse: unscored
     judge_parse_failure: bool = False
     #: the grading of an sre-judge service that the row's reasoning names (the drop-in
-    #: wrote the row), its id as stored (32 hex digits); None: the row names none
+    #: wrote the row, or a diagnosis made a judge write its sentence: a claim, checked
+    #: against the grading's submission), its id as stored (32 hex digits); None: none
     named_grading: str | None = None
     #: the drop-in wrote the row's verdict alone (a token shown verdicts only): an empty
     #: checklist beside ``Diagnosis.success``, no answers to grade by
