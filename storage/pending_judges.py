@@ -12,7 +12,7 @@ A moved grading is claimable at once (its wait for the old judge is over) and it
 revision is bumped (what it says changed: its judge). A move takes a grading from the
 worker whose lease it names, whose result is then never stored. A worker whose lease
 ran out was lost while grading it (killed, or cut off from the database): the move
-audits that loss as a claim would (``storage.queue.LEASE_EXPIRED``) and keeps the
+audits that loss as a claim would (``storage.lost_workers``) and keeps the
 lease's expiry, so that the next claim counts it among the workers the grading lost.
 """
 
@@ -31,7 +31,7 @@ from judge.masking import mask_passwords
 from storage.audit import grading_digests
 from storage.bytewise import bytewise
 from storage.database import AuditBatch, Database
-from storage.queue import workers_lost
+from storage.lost_workers import workers_lost
 from storage.tables import GradingRecord
 from storage.verdicts import leased
 

@@ -17,9 +17,10 @@ A claim that takes a grading whose lease ran out while its worker held it (no ou
 stored, the lease not given back: the worker was killed, or cut off from the database)
 audits that loss (``LEASE_EXPIRED``) and tells the new worker how many workers the
 grading has lost (``Claim.lost_workers``), so that one a worker never survives is not
-graded for ever (``api.grading.workers``). A judge move takes such a grading from its
-lost worker and audits the loss itself (``storage.pending_judges``): its lease then names
-no holder but keeps its expiry, and the next claim counts the loss all the same.
+graded for ever (``api.grading.workers``). A judge move, a regrade job's cancel and the
+sweep take such a grading from its lost worker and audit the loss themselves
+(``storage.lost_workers``): its lease then names no holder but keeps its expiry, and the
+next claim counts the loss all the same (after a resume, for a cancelled item).
 """
 
 from __future__ import annotations
@@ -48,9 +49,11 @@ from judge.verdict import GradingResult
 from storage.canonical import iso_utc
 from storage.claims import claim_of, claimable_query
 from storage.database import AuditBatch, Database
+from storage.lost_workers import LEASE_EXPIRED, workers_lost
 from storage.models import Claim, FinishedGrading
 from storage.regrade.lifecycle import (
     abandoned_items,
+    cancel_abandoned,
     cancel_given_back,
     items_completed,
     lock_items,
@@ -61,14 +64,11 @@ from storage.regrade.tables import RegradeJobRecord
 from storage.tables import AuditRecord, GradingRecord, SubmissionRecord
 from storage.verdicts import call_events, call_records, leased, store_calls, write_verdicts
 
-__all__ = ["INTERNAL_ERROR", "LEASE_EXPIRED", "Deferral", "QueueRepository", "workers_lost"]
+__all__ = ["INTERNAL_ERROR", "LEASE_EXPIRED", "Deferral", "QueueRepository"]
 
 #: the code a grading is deferred or unscored under when the service itself failed to
 #: grade it (an error of its own, not the judge's)
 INTERNAL_ERROR = "internal_error"
-#: the audit event of a claim (or a judge move) that takes over a grading whose worker
-#: was lost: its lease ran out with no outcome stored and not given back
-LEASE_EXPIRED = "grading.lease_expired"
 #: what a deferral did: kept the grading pending, or cancelled its cancelled job's item
 Deferral = Literal["deferred", "cancelled"]
 #: the audit events of a claim's stored outcome: a deferral, or a verdict
@@ -76,8 +76,8 @@ _OUTCOMES = ("grading.deferred", "grading.completed", "grading.unscored")
 #: a claim's pick: claimable gradings with their submissions, ground truths and the roles
 #: of the tokens that sent them
 _Pick = Select[GradingRecord, SubmissionRecord, str, str]
-#: a claim's sweep: ``(grading id, job id)`` of the cancelled jobs' abandoned items
-_Sweep = Select[str, str | None]
+#: a claim's sweep: the cancelled jobs' abandoned items
+_Sweep = Select[GradingRecord]
 
 
 class _Statements(NamedTuple):
@@ -168,11 +168,12 @@ class QueueRepository:
 
         The items swept are row-locked first (skipping rows another claim holds) and
         their audit appended last, after the leases' and the jobs' rows (see
-        ``storage.database``), with that of the lost workers' claims taken over."""
+        ``storage.database``), with the losses of their workers and of those whose
+        claims are taken over."""
         audited = AuditBatch()
         if built.sweep is not None:
-            abandoned = {g: job for g, job in session.execute(built.sweep, values)}
-            cancel_given_back(self._db, session, abandoned, worker_id, into=audited)
+            abandoned = list(session.execute(built.sweep, values).scalars())
+            cancel_abandoned(self._db, session, abandoned, worker_id, into=audited)
         claims = self._leased(session, built.pick, values, worker_id, expires, into=audited)
         if audited.events:
             self._db.audit_many(session, audited.events, audited.covers, audited.rows)
@@ -436,53 +437,6 @@ class QueueRepository:
 def _finds_work(session: Session, probe: Select[bool], values: dict[str, Any]) -> bool:
     """Whether a claim's ``probe`` finds anything to lease or to sweep."""
     return bool(session.execute(probe, values).scalar_one())
-
-
-def workers_lost(
-    session: Session,
-    taken: Sequence[GradingRecord],
-    actor: str,
-    into: AuditBatch,
-    *,
-    audited: Sequence[GradingRecord] = (),
-) -> dict[str, int]:
-    """Audit ``into`` the batch that ``actor`` takes over ``taken``, gradings whose
-    leases ran out in their workers' hands (``LEASE_EXPIRED``: the worker lost, the
-    claim it lost); how many workers each of them, and each of ``audited`` (whose loss
-    is audited already), has lost, counted in the audit log, which keeps every loss.
-    One query, only when there are such gradings."""
-    if not taken and not audited:
-        return {}
-    query = (
-        select(col(AuditRecord.entity_id), func.count())
-        .where(
-            col(AuditRecord.entity_id).in_([g.id for g in (*taken, *audited)]),
-            col(AuditRecord.entity_type) == "grading",
-            col(AuditRecord.event) == LEASE_EXPIRED,
-        )
-        .group_by(col(AuditRecord.entity_id))
-    )
-    before: dict[str, int] = {g: n for g, n in session.execute(query)}
-    lost = {g.id: before.get(g.id, 0) for g in audited}
-    for grading in taken:
-        lost[grading.id] = before.get(grading.id, 0) + 1
-        expired = grading.lease_expires_at
-        into.add(
-            {
-                "event": LEASE_EXPIRED,
-                "entity_type": "grading",
-                "entity_id": grading.id,
-                "actor": actor,
-                "payload": {
-                    "grading_id": grading.id,
-                    "worker": grading.lease_owner,
-                    "claim_count": grading.claim_count,
-                    "expired_at": iso_utc(expired) if expired is not None else None,
-                    "lost_workers": lost[grading.id],
-                },
-            }
-        )
-    return lost
 
 
 def _extend_lease(session: Session, grading_id: str, worker_id: str, expires: datetime) -> bool:

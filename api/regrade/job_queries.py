@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import insert, or_, select, update
+from sqlalchemy import ColumnElement, insert, or_, select, update
 from sqlalchemy.orm import Session
 from sqlmodel import col
 
@@ -33,9 +33,10 @@ from judge.rubric import Rubric
 from storage.canonical import iso_utc
 from storage.catalog import CatalogRepository
 from storage.cursors import CursorCodec
-from storage.database import Database
+from storage.database import AuditBatch, Database
 from storage.errors import Conflict, NotFound
 from storage.gradings import grading_position
+from storage.lost_workers import workers_lost
 from storage.regrade.lifecycle import (
     end_job,
     finish_if_drained,
@@ -357,8 +358,11 @@ class RegradeJobQueries:
             if action == "cancel":
                 job.rested_since = job.rested_since or now
                 # an item with the judge finishes, as under a pause: its answer is kept
-                moved = self._set_items(session, job.id, "pending", "cancelled", now=now)
-                end_job(self._db, session, job, actor, state="cancelled", covers=moved)
+                lost = AuditBatch()
+                moved = self._cancel_items(session, job.id, now, actor, into=lost)
+                end_job(
+                    self._db, session, job, actor, state="cancelled", covers=moved, audited=lost
+                )
             else:
                 moved = []
                 if job.state == "cancelled":
@@ -386,30 +390,49 @@ class RegradeJobQueries:
 
         return await self._db.run(work)
 
-    def _set_items(
-        self, session: Session, job_id: str, old: str, new: str, *, now: datetime | None = None
+    def _cancel_items(
+        self, session: Session, job_id: str, now: datetime, actor: str, *, into: AuditBatch
     ) -> list[str]:
-        """Move a job's items from status ``old`` to ``new``, skipping rows being written
-        (and, given ``now``, items a worker holds a live lease on: they are with the judge).
+        """Cancel a job's pending items but those a worker holds a live lease on (they
+        are with the judge); the ids cancelled.
 
-        Returns the ids of the items moved (for the audit event that covers them).
+        An item whose lease ran out in its worker's hands lost that worker: its row is
+        locked first and the loss audited ``into`` the batch (``storage.lost_workers``);
+        its lease's expiry is kept, so the claim that takes it after a resume counts the
+        loss. Such an item another transaction held meanwhile stays pending: the claims'
+        sweep of abandoned items cancels it, audited alike.
+        """
+        expires, holder = col(GradingRecord.lease_expires_at), col(GradingRecord.lease_owner)
+        ran_out = select(GradingRecord).where(
+            col(GradingRecord.regrade_job_id) == job_id,
+            col(GradingRecord.status) == "pending",
+            holder.is_not(None),
+            expires <= now,
+        )
+        if self._db.postgres:
+            ran_out = ran_out.with_for_update(skip_locked=True)
+        lost = list(session.execute(ran_out).scalars())
+        workers_lost(session, lost, actor, into)
+        not_live = or_(expires.is_(None), expires <= now)
+        unheld = or_(holder.is_(None), col(GradingRecord.id).in_([g.id for g in lost]))
+        return self._set_items(session, job_id, "pending", "cancelled", not_live, unheld)
+
+    def _set_items(
+        self, session: Session, job_id: str, old: str, new: str, *where: ColumnElement[bool]
+    ) -> list[str]:
+        """Move a job's items from status ``old`` to ``new`` (those of them ``where``
+        selects), skipping rows being written; the ids moved (for the audit event that
+        covers them). A lease's holder is cleared and its expiry kept (``_cancel_items``).
         """
         ids = select(col(GradingRecord.id)).where(
-            col(GradingRecord.regrade_job_id) == job_id, col(GradingRecord.status) == old
+            col(GradingRecord.regrade_job_id) == job_id, col(GradingRecord.status) == old, *where
         )
-        if now is not None:
-            ids = ids.where(
-                or_(
-                    col(GradingRecord.lease_expires_at).is_(None),
-                    col(GradingRecord.lease_expires_at) <= now,
-                )
-            )
         if self._db.postgres:
             ids = ids.with_for_update(skip_locked=True)
         moved = session.execute(
             update(GradingRecord)
             .where(col(GradingRecord.id).in_(ids))
-            .values(status=new, lease_owner=None, lease_expires_at=None)
+            .values(status=new, lease_owner=None)
             .returning(col(GradingRecord.id))
             .execution_options(synchronize_session=False)
         )

@@ -5,10 +5,11 @@ the queue's ``complete_many`` transaction), the previous grading's human overrid
 carried over, a ``promote`` job makes the new grading current (the old one is kept,
 superseded; the new one takes its place in the list of gradings), and the job ends
 when no item is pending any more. An item that goes back to pending without a verdict
-(deferred, its lease given back, or its lease run out with a killed worker) in a job
-cancelled while it was with the judge is cancelled like the job's other unfinished
-items. The functions take the database handle and the caller's session: the queue calls
-them in its own transactions, the regrade feature's job queries when a job is changed.
+(deferred, its lease given back, or its lease run out with a killed worker, whose
+loss is audited: ``storage.lost_workers``) in a job cancelled while it was with the
+judge is cancelled like the job's other unfinished items. The functions take the
+database handle and the caller's session: the queue calls them in its own transactions,
+the regrade feature's job queries when a job is changed.
 
 Why this module is long: completing an item is one transaction whose steps (the locks,
 the carry, the promotion, the review and tags that follow, the job's end) keep one lock
@@ -27,6 +28,7 @@ from sqlmodel import col
 
 from judge.rubric import Rubric
 from storage.database import AuditBatch, Database
+from storage.lost_workers import workers_lost
 from storage.regrade.batch_tables import RegradeEngineRecord
 from storage.regrade.carry import Carried, carry_overrides
 from storage.regrade.progress import job_progress
@@ -38,6 +40,7 @@ __all__ = [
     "HELD_BACK_STATES",
     "ITEM_CANCELLED",
     "abandoned_items",
+    "cancel_abandoned",
     "cancel_given_back",
     "end_job",
     "finish_if_drained",
@@ -67,12 +70,12 @@ def not_held_back() -> Any:
     )
 
 
-def abandoned_items(now: datetime | BindParameter[datetime]) -> Select[str, str | None]:
-    """``(grading id, job id)`` of the items of cancelled jobs left pending with a lease
-    that ran out before ``now``: their worker was killed while the cancel left them
-    alone, so no path gives them back (the queue cancels them: ``cancel_given_back``)."""
+def abandoned_items(now: datetime | BindParameter[datetime]) -> Select[GradingRecord]:
+    """The items of cancelled jobs left pending with a lease that ran out before ``now``:
+    their worker was killed while the cancel left them alone, so no path gives them back
+    (the queue cancels them: ``cancel_abandoned``)."""
     cancelled = select(col(RegradeJobRecord.id)).where(col(RegradeJobRecord.state) == "cancelled")
-    return select(col(GradingRecord.id), col(GradingRecord.regrade_job_id)).where(
+    return select(GradingRecord).where(
         col(GradingRecord.regrade_job_id).in_(cancelled),
         col(GradingRecord.status) == "pending",
         col(GradingRecord.lease_expires_at) < now,
@@ -171,6 +174,24 @@ def _locked_jobs(db: Database, session: Session, job_ids: set[str]) -> dict[str,
     return {job.id: job for job in session.execute(query).scalars()}
 
 
+def cancel_abandoned(
+    db: Database,
+    session: Session,
+    items: Sequence[GradingRecord],
+    actor: str,
+    *,
+    into: AuditBatch,
+) -> list[str]:
+    """Cancel the abandoned items (``abandoned_items``, row-locked by the caller) whose
+    job is still cancelled, as ``cancel_given_back`` does; their ids. The worker whose
+    lease ran out on each was lost while it held it: audited ``into`` the batch before
+    the item's cancel (``storage.lost_workers``), and the lease's expiry is kept, so the
+    claim that takes the item after a resume counts that loss."""
+    return cancel_given_back(
+        db, session, {g.id: g.regrade_job_id for g in items}, actor, into=into, lost=items
+    )
+
+
 def cancel_given_back(
     db: Database,
     session: Session,
@@ -178,6 +199,7 @@ def cancel_given_back(
     actor: str,
     *,
     into: AuditBatch | None = None,
+    lost: Sequence[GradingRecord] = (),
 ) -> list[str]:
     """Cancel those of these gradings, just put back to pending without a verdict, whose
     regrade job is cancelled; their ids.
@@ -197,6 +219,10 @@ def cancel_given_back(
     as ``grading.cancelled``, collected ``into`` the caller's batch (appended with its
     other events once its rows are written) or else appended here. No statement when
     none of them is a regrade item.
+
+    ``lost``: the records of those whose lease ran out in their worker's hands
+    (``cancel_abandoned``); each one cancelled is first audited as its worker's loss.
+    The holder of a lease is cleared, its expiry kept (none, for a grading given back).
     """
     job_ids = {job_id for job_id in items.values() if job_id is not None}
     if not job_ids:
@@ -205,14 +231,17 @@ def cancel_given_back(
     ids = sorted(g for g, job_id in items.items() if job_id and jobs[job_id].state == "cancelled")
     if not ids:
         return []
+    batch = into if into is not None else AuditBatch()
+    # before the UPDATE, which clears the holders of the records in the session
+    chosen = set(ids)
+    workers_lost(session, [g for g in lost if g.id in chosen and g.lease_owner], actor, batch)
     cancelled = session.execute(
         update(GradingRecord)
         .where(col(GradingRecord.id).in_(ids), col(GradingRecord.status) == "pending")
-        .values(status="cancelled", lease_owner=None, lease_expires_at=None)
+        .values(status="cancelled", lease_owner=None)
         .returning(col(GradingRecord.id))
         .execution_options(synchronize_session="fetch")
     ).scalars()
-    batch = into if into is not None else AuditBatch()
     moved = sorted(cancelled)
     for grading_id in moved:
         event = {
@@ -227,7 +256,7 @@ def cancel_given_back(
             },
         }
         batch.add(event, [grading_id])
-    if into is None and moved:
+    if into is None and batch.events:
         db.audit_many(session, batch.events, batch.covers, batch.rows)
     return moved
 
@@ -483,10 +512,13 @@ def end_job(
     *,
     state: str | None = None,
     covers: list[str] | None = None,
+    audited: AuditBatch | None = None,
 ) -> None:
     """Write the final state and counts of a job and audit it.
 
-    ``covers``: gradings the caller changed in this transaction (a cancel's items).
+    ``covers``: gradings the caller changed in this transaction (a cancel's items);
+    ``audited``: the caller's events of this transaction (a cancel's lost workers),
+    appended before the job's in one go.
     """
     now = db.clock()
     job.finished_at = now
@@ -498,6 +530,7 @@ def end_job(
             job.error = "every item is unscored: the judge gave no usable answer"
     job.state, job.counts = state, counts
     session.flush()
+    batch = audited if audited is not None else AuditBatch()
     db.audit(
         session,
         f"regrade_job.{state}",
@@ -506,4 +539,6 @@ def end_job(
         actor=actor,
         payload={"job_id": job.id, "state": state, "counts": counts},
         covers=covers or (),
+        into=batch,
     )
+    db.audit_many(session, batch.events, batch.covers, batch.rows)

@@ -17,6 +17,7 @@ from judge.rubric import Rubric
 from judge.verdict import GradingResult
 from storage import Claim, GradingFilter, GradingView, Store
 from storage.errors import Conflict
+from storage.lost_workers import LEASE_EXPIRED
 from storage.tables import GradingRecord
 from tests.conftest import Clock
 from tests.storage.helpers import (
@@ -219,6 +220,61 @@ async def test_an_in_flight_item_of_a_cancelled_job_whose_worker_was_killed_is_c
     assert (history[-1].event, history[-1].actor) == ("grading.cancelled", "w2")
     resumed = await jobs.change_job(job_id, "resume", actor="a")
     assert (resumed.job.state, resumed.progress.remaining) == ("running", 3)
+
+
+async def _lost_workers(store: Store, grading_id: str) -> list[str]:
+    """The workers ``grading_id``'s history records as lost while they held it."""
+    history = await store.gradings.history(grading_id)
+    return [h.payload["worker"] for h in history if h.event == LEASE_EXPIRED]
+
+
+@pytest.mark.postgres
+async def test_a_cancel_after_an_items_worker_died_keeps_the_loss_on_record(
+    store: Store, clock: Clock
+) -> None:
+    """Worker ``w`` is killed holding an item; its lease runs out; the job is cancelled,
+    then resumed; ``w2`` takes the item. The loss of ``w`` is in the item's history (the
+    cancel records it) and the claim after the resume counts it, without recording it
+    again, so the losses add up towards the limit of workers an item may kill."""
+    await _graded_submissions(store, 1)
+    jobs = RegradeJobQueries(store.db)
+    job = (await jobs.create_job(RegradeFilter(), _target(), actor="a")).job
+    [held] = await store.queue.claim_pending("w", limit=1, lease_seconds=600)
+    clock.advance(601)  # w was killed: its lease runs out
+    cancelled = await jobs.change_job(job.id, "cancel", actor="a")
+    assert cancelled.progress.cancelled == 1
+    await jobs.change_job(job.id, "resume", actor="a")
+    [again] = await store.queue.claim_pending("w2", limit=1, lease_seconds=600)
+    assert (again.grading_id, again.lost_workers) == (held.grading_id, 1)
+    assert await _lost_workers(store, held.grading_id) == ["w"]
+    clock.advance(601)  # w2 killed too: the second worker this item has lost
+    [third] = await store.queue.claim_pending("w3", limit=1, lease_seconds=600)
+    assert await _lost_workers(store, held.grading_id) == ["w", "w2"]
+    assert third.lost_workers == 2
+
+
+@pytest.mark.postgres
+async def test_the_sweep_of_an_abandoned_item_keeps_its_workers_loss_on_record(
+    store: Store, clock: Clock
+) -> None:
+    """An item with ``w`` when its job is cancelled (left alone: it may finish); ``w`` is
+    then killed; the next claim cancels the abandoned item; the job is resumed and the
+    item claimed again. The loss of ``w`` is in the item's history, recorded by the claim
+    that cancelled it, and counted by the claims after the resume."""
+    job_id, [held] = await _cancelled_with_in_flight(store)
+    clock.advance(601)  # w killed while the cancel left its item alone
+    assert await store.queue.claim_pending("w2", limit=10, lease_seconds=600) == []
+    assert await _lost_workers(store, held.grading_id) == ["w"]
+    await RegradeJobQueries(store.db).change_job(job_id, "resume", actor="a")
+    claims = await store.queue.claim_pending("w3", limit=10, lease_seconds=600)
+    [again] = [c for c in claims if c.grading_id == held.grading_id]
+    assert again.lost_workers == 1
+    assert await _lost_workers(store, held.grading_id) == ["w"]
+    clock.advance(601)  # w3 killed too: the second worker this item has lost
+    claims = await store.queue.claim_pending("w4", limit=10, lease_seconds=600)
+    [third] = [c for c in claims if c.grading_id == held.grading_id]
+    assert await _lost_workers(store, held.grading_id) == ["w", "w3"]
+    assert third.lost_workers == 2
 
 
 async def test_a_lease_given_back_in_a_running_job_keeps_the_item_pending(store: Store) -> None:
