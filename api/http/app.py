@@ -29,6 +29,7 @@ from api.http.observability import litestar_logging_config
 from api.http.openapi import document_on_first_read, document_router
 from api.http.preconditions import if_match_value
 from api.http.problems import exception_handlers
+from api.http.query_parameters import RefuseUnknownQueryParameters
 from api.service.metrics import Metrics
 from api.service.runtime import Runtime, StartFiles
 from api.service.services import Services
@@ -170,7 +171,7 @@ def _make_shell(max_body_bytes: int) -> Litestar:
         },
         exception_handlers=exception_handlers,
         before_request=_before_request,
-        middleware=[RequestContextMiddleware()],
+        middleware=[RequestContextMiddleware(), RefuseUnknownQueryParameters()],
         logging_config=litestar_logging_config(),
         openapi_config=_openapi_config(),
         request_max_body_size=max_body_bytes,

@@ -64,7 +64,8 @@ __all__ = [
 ]
 
 ERROR_TEXT: dict[int, str] = {
-    400: "Malformed request: the body is not JSON (or nested too deep), or a bad cursor",
+    400: "Malformed request: the body is not JSON (or nested too deep), a bad cursor, or a "
+    "query parameter the route does not take (`errors` names each)",
     401: "No bearer token, or one that is unknown, revoked or expired",
     403: "The token's role (or a deployment setting) does not allow this",
     404: "No such id",
@@ -195,8 +196,8 @@ def required_errors(
         errors.add(404)
     if operation.parameters or operation.request_body:
         errors.add(422)
-    if operation.request_body:
-        errors.add(400)
+    if operation.request_body or path.startswith("/v1/"):
+        errors.add(400)  # a body not JSON; a query parameter the route does not take
     if operation.request_body or method in ("post", "put", "patch"):
         # the app's size limit and body guard answer every write, with a body or not
         errors |= {413, 415}
