@@ -19,9 +19,10 @@ memory limit is below the 300Mi the JVM needs" or "far below the JVM's 300Mi hea
 300Mi is no limit.
 A quantity also says whether its sentence proposes it (``advice``) or gives it as a
 value the thing had or does not have (``former``: "from 3 replicas", "no longer 512Mi",
-"was 512Mi before it was lowered", "had 3 replicas before someone scaled it down"; not
-a value a change set, "lowered to 256Mi before the incident", "set to 256Mi earlier
-today", nor one it has until something happens, "is 256Mi until someone fixes it"), and
+any value followed by "before", "earlier" or "until": "was 512Mi before it was lowered",
+"had a memory limit of 1Gi before the deploy", "stood at 1Gi until yesterday"; not a
+value a change set, "lowered to 256Mi before the incident", "set to 256Mi earlier
+today", nor one it is until something happens, "is 256Mi until someone fixes it"), and
 a range ("40-60%", "between 40% and 60%") is one quantity with both ends.
 Two quantities are about the same thing when kind and subject agree; judging
 contradictions is ``judge.contradictions``' job.
@@ -85,30 +86,29 @@ _FORMER_BEFORE = re.compile(
     r"(?:\s+(?:be|been|set|to|at|of|the|a|an|its|about|around))*\s*\Z",
     re.I,
 )
-#: or the words just after it: "previously", "formerly", "originally", "initially" ("was
-#: 512Mi originally"); "before" or "earlier" after a value stated as a state in the past
-#: ("was 512Mi before the incident", "had 3 replicas earlier"); "until" after a value
-#: stated in the past tense ("was set to 1Gi until Monday"). Not "set to 256Mi before the
-#: outage began" nor "set to 256Mi earlier today" (when it was set: it has that value
-#: since), nor "is 256Mi until someone fixes it" (the value it has)
+#: or the words just after it, whatever the words before it ("was 512Mi before the
+#: incident", "had a memory limit of 1Gi before the deploy", "stood at 1Gi until
+#: yesterday", "ran 3 replicas until yesterday", "was 512Mi originally"), but for the
+#: value a change set (:data:`_CHANGED_TO`, :data:`_SET_TO`) or one it is until
+#: something happens (:data:`_PRESENT`)
 _FORMER_AFTER = re.compile(
-    r"\s*(?:(?P<former>previously|formerly|originally|initially)|(?P<before>before|earlier)"
-    r"|(?P<until>until))\b",
+    r"\s*(?:(?P<before>before|earlier)|(?P<until>until)"
+    r"|previously|formerly|originally|initially)\b",
     re.I,
 )
-#: a past tense that states a value as a state, no change nor setting before it: "was
-#: 512Mi", "had 3 replicas", "used to be 1Gi", "were at 3"
-_PAST_VERB = r"\b(?:was|were|had(?:\s+been)?|used\s+to\s+(?:be|have))"
-_PAST_STATE = re.compile(rf"{_PAST_VERB}(?:\s+(?:at|about|around))*\s+\Z", re.I)
-#: a past tense that states a value, set or not: "was 512Mi", "was set to 1Gi"
-_PAST = re.compile(rf"{_PAST_VERB}(?:\s+(?:set|configured|to|at|about|around))*\s+\Z", re.I)
+#: a bare setting before "before" or "earlier": when it was set, so the value it has
+#: since ("set to 256Mi before the outage began", "configured to 256Mi earlier today");
+#: not before "until" ("was set to 1Gi until Monday") nor "originally"
+_SET_TO = re.compile(r"\b(?:set|configured)\b[^,;(]*?\bto\s+(?:(?:about|around)\s+)?\Z", re.I)
+#: a present tense before "until": the value it has ("is 256Mi until someone fixes it")
+_PRESENT = re.compile(r"\b(?:is|are)(?:\s+(?:still|set|configured|to|at|about|around))*\s+\Z", re.I)
 #: the verbs of a change to a value
 _CHANGED = (
     r"(?:lowered|cut|reduced|raised|increased|decreased|dropped|bumped|changed|updated|scaled)"
 )
 #: a change that set the value, its "to" right before it: the thing has that value since
-#: ("lowered to 256Mi previously", "had been set to 256Mi"); a bare "set to" is not one
-#: ("was set to 1Gi originally")
+#: ("lowered to 256Mi before the incident", "lowered to 256Mi previously", "had been set
+#: to 256Mi"); a bare "set to" is not one ("was set to 1Gi originally")
 _CHANGED_TO = re.compile(
     rf"\b(?:{_CHANGED}|(?:had|has|have)\s+been\s+set)\b[^,;(]*?\bto\s+"
     r"(?:(?:about|around)\s+)?\Z",
@@ -521,9 +521,10 @@ def _range_low(text: str, low: int, reading: _Reading) -> Decimal | None:
 
 def _is_former(text: str, low: int, start: int, end: int, high: int) -> bool:
     """Whether the words just before the number (:data:`_FORMER_BEFORE`), or just after
-    its value (:data:`_FORMER_AFTER`, as the words before it state it; always where
-    another change follows, :data:`_CHANGED_AFTER`), say the thing had it before or does
-    not have it."""
+    its value (:data:`_FORMER_AFTER`; not after a change that set it, :data:`_CHANGED_TO`,
+    a setting before "before" or "earlier", :data:`_SET_TO`, or a present tense before
+    "until", :data:`_PRESENT`, unless another change follows, :data:`_CHANGED_AFTER`),
+    say the thing had it before or does not have it."""
     if _FORMER_BEFORE.search(text, low, start):
         return True
     after = _FORMER_AFTER.match(text, end, high)
@@ -531,10 +532,13 @@ def _is_former(text: str, low: int, start: int, end: int, high: int) -> bool:
         return False
     if _CHANGED_AFTER.match(text, end):
         return True
-    if after["former"]:
-        return not _CHANGED_TO.search(text, low, start)
-    stated = _PAST if after["until"] else _PAST_STATE
-    return stated.search(text, low, start) is not None
+    if _CHANGED_TO.search(text, low, start):
+        return False
+    if after["before"]:
+        return _SET_TO.search(text, low, start) is None
+    if after["until"]:
+        return _PRESENT.search(text, low, start) is None
+    return True
 
 
 def _between(text: str, first: _Reading, second: _Reading) -> bool:

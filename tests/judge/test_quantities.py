@@ -635,6 +635,42 @@ def test_a_former_or_denied_value_contradicts_nothing(truth: str, diagnosis: str
     assert contradictions(truth, diagnosis) == []
 
 
+CART_AT_256MI = (
+    "[fault_spec] component=deployment/cart; namespace=shop || The cart service's memory "
+    "limit is 256Mi."
+)
+
+
+@pytest.mark.parametrize(
+    ("truth", "diagnosis"),
+    [
+        (
+            CART_AT_256MI,
+            "cart had a memory limit of 1Gi before the deploy, which lowered it to 256Mi.",
+        ),
+        (
+            CART_AT_256MI,
+            "The memory limit was configured as 1Gi until yesterday, when it was lowered to 256Mi.",
+        ),
+        (
+            CART_AT_256MI,
+            "The memory limit stood at 1Gi until yesterday, when it was lowered to 256Mi.",
+        ),
+        (CART_AT_256MI, "cart's memory limit was still 1Gi before the rollout."),
+        (CART_AT_256MI, "The memory limit of 1Gi before the deploy became 256Mi."),
+        (CHECKOUT_SCALE, "checkout was running 3 replicas before the incident."),
+        (CHECKOUT_SCALE, "checkout ran 3 replicas until yesterday."),
+    ],
+)
+def test_a_value_followed_by_before_or_until_is_a_former_one(truth: str, diagnosis: str) -> None:
+    """A value followed by "before", "earlier" or "until" is one the setting had, however
+    the words before it state it ("had a memory limit of 1Gi before the deploy", "stood
+    at 1Gi until yesterday", "configured as 1Gi until yesterday", "was running 3 replicas
+    before the incident"), so a correct diagnosis that names the old value contradicts
+    nothing."""
+    assert contradictions(truth, diagnosis) == []
+
+
 def test_the_current_value_beside_a_former_one_is_compared() -> None:
     """The new side of a change is the value the diagnosis reports."""
     diagnosis = "cart's memory limit was lowered from 512Mi to 256Mi; the pods are OOMKilled."
@@ -677,8 +713,9 @@ def test_a_value_set_before_the_incident_or_held_until_a_fix_is_compared(
     """A value "set to" before an event or earlier ("set to 256Mi before the outage
     began", "set to 256Mi earlier today") is the value the setting has since, and one
     it "is" until something happens is the value it has: a wrong one contradicts the
-    ground truth. Only another change after "before" or "until", or a value stated as a
-    past state ("was 512Mi before the incident"), makes it a former value."""
+    ground truth, unless another change follows ("set to 1Gi before someone lowered
+    it"). Any other value followed by "before", "earlier" or "until" ("was 512Mi before
+    the incident", "was set to 1Gi until Monday") is a former value."""
     facts = facts_of(CHECKOUT_MEMORY)
     assert facts is not None
     assert check_condition("consistent_values", facts, diagnosis) is not None
@@ -767,6 +804,8 @@ DOCUMENTED_EXAMPLES = [
     (SCALE, "payment was scaled down from 3 replicas.", False),
     (MEMORY, "cart's memory limit was 512Mi before someone lowered it.", False),
     (MEMORY, "cart's memory limit was 512Mi before the incident.", False),
+    (MEMORY, "cart had a memory limit of 1Gi before the deploy.", False),
+    (MEMORY, "cart's memory limit stood at 1Gi until yesterday.", False),
     (SCALE, "The payment deployment had 3 replicas before someone scaled it down.", False),
     (MEMORY, "cart's memory limit was set to 1Gi until someone lowered it.", False),
     (MEMORY, "cart's memory limit is no longer 512Mi.", False),
