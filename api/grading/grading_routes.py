@@ -70,7 +70,11 @@ async def list_gradings(
         ),
     ] = None,
     rubric: Annotated[
-        str | None, QueryParameter(description="the rubric: id or id@version")
+        str | None,
+        QueryParameter(
+            description="the rubric: id or id@version",
+            pattern=r"^[^@]*[^@\s][^@]*(@.*\S.*)?$",  # no empty id, no empty version
+        ),
     ] = None,
     q: Annotated[
         str | None,
