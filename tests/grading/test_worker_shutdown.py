@@ -105,7 +105,9 @@ async def test_a_stopping_runtime_claims_no_work_while_its_other_parts_stop(
     await asyncio.sleep(0.2)
     outcome = await _submit(runtime.store)  # as another process would
     await stopping
-    assert _state(engine, outcome.grading.id) == ("pending", None, 0)
+    # not graded and no lease left: a claim already running when the stop began (a slow
+    # machine's poll) may have taken it, and gave it straight back
+    assert _state(engine, outcome.grading.id)[:2] == ("pending", None)
 
 
 async def _regrade_items(store: Store) -> list[str]:
