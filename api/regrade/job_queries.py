@@ -407,13 +407,13 @@ class RegradeJobQueries:
             col(GradingRecord.regrade_job_id) == job_id,
             col(GradingRecord.status) == "pending",
             holder.is_not(None),
-            expires <= now,
+            expires < now,  # as a claim reads it: a lease that ends now is live
         )
         if self._db.postgres:
             ran_out = ran_out.with_for_update(skip_locked=True)
         lost = list(session.execute(ran_out).scalars())
         workers_lost(session, lost, actor, into)
-        not_live = or_(expires.is_(None), expires <= now)
+        not_live = or_(expires.is_(None), expires < now)
         unheld = or_(holder.is_(None), col(GradingRecord.id).in_([g.id for g in lost]))
         return self._set_items(session, job_id, "pending", "cancelled", not_live, unheld)
 
