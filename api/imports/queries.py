@@ -28,6 +28,7 @@ the other's private steps.
 
 from __future__ import annotations
 
+import re
 import sys
 from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime
@@ -51,6 +52,7 @@ from api.imports.rows import (
 from api.imports.sregym import SregymAttempt, kept_cells
 from judge.families import shared_family
 from judge.rubric import Rubric
+from judge.secrets import REDACTION_MARKER
 from storage.bytewise import bytewise
 from storage.canonical import canonical_json, sha256_hex
 from storage.catalog import CatalogRepository
@@ -159,16 +161,30 @@ def _graded_attempt(
     ``scenario_id``, ``agent`` and ``metadata`` as stored) this attempt? Its problem is
     the row's, where the submission names one (its scenario, or the ``problem_id`` the
     drop-in puts in its metadata); its agent is the row's folder's, where the drop-in
-    was given one; and its diagnosis is the row's, compared as stored (the row's screened
-    as intake screens a submitted one, ``sregym_diagnosis``; surrounding blanks aside,
-    which the reader strips from a cell). The row has no model to compare."""
+    was given one; and its diagnosis is the row's, compared as stored
+    (:func:`_same_diagnosis`). The row has no model to compare."""
     problem = (metadata or {}).get("problem_id")
     for named in (scenario_id, problem if isinstance(problem, str) else None):
         if named and named != attempt.problem_id:
             return False
     if agent and attempt.agent and agent != attempt.agent:
         return False
-    return diagnosis.strip() == sregym_diagnosis(attempt).strip()
+    return _same_diagnosis(diagnosis, sregym_diagnosis(attempt))
+
+
+def _same_diagnosis(stored: str, row: str) -> bool:
+    """Is ``row`` (an attempt's diagnosis, screened as intake screens a submitted one:
+    ``sregym_diagnosis``) the ``stored`` one, surrounding blanks aside (the reader strips
+    them from a cell)? A credential intake redacted because the submission's trace named
+    it is in the row in clear (SREGym's CSV keeps no trace): each ``[REDACTED:kind]`` of
+    the stored text stands for whatever text the row has in its place."""
+    stored, row = stored.strip(), row.strip()
+    if stored == row:
+        return True
+    parts = REDACTION_MARKER.split(stored)[::2]  # the text between the markers
+    if len(parts) == 1:
+        return False
+    return re.fullmatch(".+?".join(map(re.escape, parts)), row, flags=re.DOTALL) is not None
 
 
 def _instant(when: datetime) -> datetime:

@@ -19,7 +19,7 @@ from sqlalchemy import func, select
 from sqlalchemy.engine import Engine
 from sqlmodel import col
 from sre_judge_client import Grading
-from sre_judge_client.sregym import oracle_result
+from sre_judge_client.sregym import oracle_result, sregym_trace
 
 from api.imports.queries import ImportQueries, ImportReport
 from api.imports.sregym import SregymAttempt, read_sregym_folder
@@ -353,3 +353,42 @@ def test_the_grading_is_read_from_the_dropins_own_sentence_only(tmp_path: Path) 
     }
     for n, (reasoning, expected) in enumerate(cases.items()):
         assert _named(tmp_path / f"r{n}", reasoning) == expected, reasoning
+
+
+TRACE_P1 = "misconfig_app_hotel_res-detection-1"
+SECRET = "Zq8sLmp3KxWv7"
+#: a diagnosis quoting a value the agent saw in its trace as a password
+LEAKY = f"{DIAGNOSIS} Its DB login uses {SECRET}, which the database rejects."
+#: SREGym's trace as the drop-in receives it: the step where the agent read the secret
+TRACE = [{"action": "kubectl get secret db -o yaml", "observation": f"DB_PASSWORD={SECRET}"}]
+
+
+async def test_a_dropin_row_whose_trace_redacted_the_diagnosis_is_graded_here(
+    store: Store, api_client: Any, tokens: Any, tmp_path: Path
+) -> None:
+    """Intake redacts in a diagnosis a credential the submission's trace named; SREGym's
+    CSV keeps the diagnosis in clear and no trace, and the row is still recognised as
+    the attempt graded here (not stored and counted a second time)."""
+    submitter, ada = await tokens("submitter"), await tokens("adjudicator", "Ada")
+    body = {
+        "diagnosis": LEAKY,
+        "ground_truth": TRUTH,
+        "agent": "stratus",
+        "metadata": {"source": "sregym", "problem_id": TRACE_P1},
+        "trace": sregym_trace(TRACE),
+    }
+    async with api_client(judge="scripted:pass") as client:
+        created = await client.post("/v1/submissions?wait=10", json=body, headers=submitter)
+        assert created.status_code == 201, created.text
+        grading = (await client.get(f"/v1/gradings/{created.json()['id']}", headers=ada)).json()
+        assert SECRET not in grading["submission"]["diagnosis"]  # redacted through the trace
+        # SREGym's CSV: the oracle's dict and the diagnosis as the agent gave it, no trace
+        result = oracle_result(Grading.model_validate(grading))
+        rows = {TRACE_P1: [{"Diagnosis": {**result, "submission": LEAKY}}]}
+        write_run(tmp_path / "results", "stratus", rows)
+        report = await ImportQueries(store.db, store.catalog).sregym(
+            read_sregym_folder(tmp_path / "results"), {TRACE_P1: TRUTH}, rubric=sregym_rubric()
+        )
+        assert (report.submissions, report.graded_here) == (0, 1), report
+        rates = await client.get("/v1/stats/pass-rates?inline=include", headers=ada)
+    assert rates.json()["overall"]["n"] == 1, rates.json()["overall"]
