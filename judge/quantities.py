@@ -22,12 +22,13 @@ value the thing had or does not have (``former``: "from 3 replicas", "no longer 
 any value followed by "before", "earlier" or "until": "was 512Mi before it was lowered",
 "had a memory limit of 1Gi before the deploy", "stood at 1Gi until yesterday"; not a
 value a change set, "lowered to 256Mi before the incident", "set to 256Mi earlier
-today", nor one it is until something happens, "is 256Mi until someone fixes it"), and
+today", nor one stated in the present, "is 256Mi until someone fixes it", "has a memory
+limit of 256Mi until someone raises it", "remains 256Mi until a fix is deployed"), and
 a range ("40-60%", "between 40% and 60%") is one quantity with both ends.
 Two quantities are about the same thing when kind and subject agree; judging
 contradictions is ``judge.contradictions``' job.
 
-Why this module is long (about 610 lines): it is one reading, a number with the words
+Why this module is long (about 620 lines): it is one reading, a number with the words
 around it. Kubernetes' quantity grammar, the units, the patterns that say what a number
 counts, and the clause rules that give it its subject and say whether it is reported,
 proposed, former or a range's end decide together what one value is; none of them reads
@@ -89,8 +90,8 @@ _FORMER_BEFORE = re.compile(
 #: or the words just after it, whatever the words before it ("was 512Mi before the
 #: incident", "had a memory limit of 1Gi before the deploy", "stood at 1Gi until
 #: yesterday", "ran 3 replicas until yesterday", "was 512Mi originally"), but for the
-#: value a change set (:data:`_CHANGED_TO`, :data:`_SET_TO`) or one it is until
-#: something happens (:data:`_PRESENT`)
+#: value a change set (:data:`_CHANGED_TO`, :data:`_SET_TO`) or one stated in the
+#: present (:data:`_PRESENT`: "is 256Mi until someone fixes it")
 _FORMER_AFTER = re.compile(
     r"\s*(?:(?P<before>before|earlier)|(?P<until>until)"
     r"|previously|formerly|originally|initially)\b",
@@ -100,8 +101,17 @@ _FORMER_AFTER = re.compile(
 #: since ("set to 256Mi before the outage began", "configured to 256Mi earlier today");
 #: not before "until" ("was set to 1Gi until Monday") nor "originally"
 _SET_TO = re.compile(r"\b(?:set|configured)\b[^,;(]*?\bto\s+(?:(?:about|around)\s+)?\Z", re.I)
-#: a present tense before "until": the value it has ("is 256Mi until someone fixes it")
-_PRESENT = re.compile(r"\b(?:is|are)(?:\s+(?:still|set|configured|to|at|about|around))*\s+\Z", re.I)
+#: a present tense that states the value, at most four words before it, before "before",
+#: "earlier" or "until": the value it has ("is 256Mi until someone fixes it", "has a
+#: memory limit of 256Mi until someone raises it", "remains 256Mi until a fix is
+#: deployed", "hit its memory limit of 256Mi before being OOMKilled"); not an infinitive
+#: ("used to have 3 replicas until yesterday") nor past words between ("has been 1Gi
+#: until yesterday", "is what was 1Gi before")
+_PRESENT = re.compile(
+    r"(?<!\bto\s)\b(?:is|are|has|have|remains?|stays?|sits?|runs?|holds?|hits?)"
+    r"(?:\s+(?!(?:was|were|had|been|used|stood|ran)\b)[\w'\u2019-]+){0,4}\s+\Z",
+    re.I,
+)
 #: the verbs of a change to a value
 _CHANGED = (
     r"(?:lowered|cut|reduced|raised|increased|decreased|dropped|bumped|changed|updated|scaled)"
@@ -522,8 +532,8 @@ def _range_low(text: str, low: int, reading: _Reading) -> Decimal | None:
 def _is_former(text: str, low: int, start: int, end: int, high: int) -> bool:
     """Whether the words just before the number (:data:`_FORMER_BEFORE`), or just after
     its value (:data:`_FORMER_AFTER`; not after a change that set it, :data:`_CHANGED_TO`,
-    a setting before "before" or "earlier", :data:`_SET_TO`, or a present tense before
-    "until", :data:`_PRESENT`, unless another change follows, :data:`_CHANGED_AFTER`),
+    a setting before "before" or "earlier", :data:`_SET_TO`, or a present tense that
+    states it, :data:`_PRESENT`, unless another change follows, :data:`_CHANGED_AFTER`),
     say the thing had it before or does not have it."""
     if _FORMER_BEFORE.search(text, low, start):
         return True
@@ -534,9 +544,9 @@ def _is_former(text: str, low: int, start: int, end: int, high: int) -> bool:
         return True
     if _CHANGED_TO.search(text, low, start):
         return False
-    if after["before"]:
-        return _SET_TO.search(text, low, start) is None
-    if after["until"]:
+    if after["before"] and _SET_TO.search(text, low, start):
+        return False
+    if after["before"] or after["until"]:
         return _PRESENT.search(text, low, start) is None
     return True
 

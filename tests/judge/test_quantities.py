@@ -722,6 +722,63 @@ def test_a_value_set_before_the_incident_or_held_until_a_fix_is_compared(
 
 
 @pytest.mark.parametrize(
+    ("truth", "diagnosis"),
+    [
+        (CHECKOUT_MEMORY, "checkout has a memory limit of 256Mi until someone raises it."),
+        (CHECKOUT_MEMORY, "checkout's memory limit remains 256Mi until a fix is deployed."),
+        (CHECKOUT_MEMORY, "checkout hit its memory limit of 256Mi before being OOMKilled."),
+        (CHECKOUT_SCALE, "checkout has 3 replicas until someone scales it up."),
+    ],
+)
+def test_a_wrong_value_stated_in_the_present_before_until_or_before_is_compared(
+    truth: str, diagnosis: str
+) -> None:
+    """A value the diagnosis states in the present ("has a memory limit of 256Mi until
+    someone raises it", "remains 256Mi until a fix is deployed", "hit its memory limit of
+    256Mi before being OOMKilled") is the value the setting has now, even when "until" or
+    "before" follows: a wrong one contradicts the ground truth."""
+    facts = facts_of(truth)
+    assert facts is not None
+    assert check_condition("consistent_values", facts, diagnosis) is not None
+
+
+@pytest.mark.parametrize(
+    "diagnosis",
+    [
+        "checkout has 0 replicas until someone scales it up.",
+        "The deployment has a memory limit of 256Mi until someone raises it.",
+        "The memory limit remains 256Mi until a fix is deployed.",
+        "cart stays at 256Mi until someone raises the limit.",
+        "The cart pod hit its memory limit of 256Mi before being OOMKilled.",
+    ],
+)
+def test_a_value_stated_in_the_present_before_until_or_before_is_current(
+    diagnosis: str,
+) -> None:
+    """A value stated with a present verb ("has", "remains", "stays at", "hit its memory
+    limit of") and followed by "until" or "before" is read as the value the setting has,
+    not a former one."""
+    [quantity] = quantities_in(diagnosis)
+    assert quantity.former is False
+
+
+@pytest.mark.parametrize(
+    "diagnosis",
+    [
+        "checkout has been 1Gi until yesterday.",
+        "checkout used to have 3 replicas until yesterday.",
+        "checkout was configured as 1Gi until Monday.",
+    ],
+)
+def test_a_value_stated_in_a_past_form_before_until_is_former(diagnosis: str) -> None:
+    """A value stated in a past form ("has been 1Gi until yesterday", "used to have 3
+    replicas until yesterday", "was configured as 1Gi until Monday") and followed by
+    "until" is one the setting had."""
+    [quantity] = quantities_in(diagnosis)
+    assert quantity.former is True
+
+
+@pytest.mark.parametrize(
     ("diagnosis", "contradicts"),
     [
         ("Packet loss of 40-60% was injected on the ratings pods.", False),
@@ -813,6 +870,9 @@ DOCUMENTED_EXAMPLES = [
     (MEMORY, "cart's memory limit was set to 256Mi before the outage began.", True),
     (MEMORY, "cart's memory limit was set to 256Mi earlier today.", True),
     (MEMORY, "cart's memory limit is 256Mi until someone fixes it.", True),
+    (MEMORY, "cart has a memory limit of 256Mi until someone raises it.", True),
+    (MEMORY, "cart's memory limit remains 256Mi until a fix is deployed.", True),
+    (MEMORY, "cart hit its memory limit of 256Mi before being OOMKilled.", True),
     (MEMORY, "cart's memory limit had been set to 256Mi.", True),
     (MEMORY, "cart's memory limit was raised to 1Gi before someone lowered it.", False),
     # another component's value; what the value led to
