@@ -146,13 +146,17 @@ class ImportJobQueries:
         )
         return await self._db.run(lambda session: session.execute(statement).first() is not None)
 
-    async def release_all(self, worker: str) -> list[str]:
+    async def release_all(self, worker: str, *, error: str | None = None) -> list[str]:
         """Give back every job ``worker`` holds running (its process stops, whatever it was
-        doing: a claim that committed as its caller was cancelled too); their ids."""
+        doing: a claim that committed as its caller was cancelled too; or a give-back of
+        its own failed); their ids. ``error``, when given, says why they were stopped."""
+        values: dict[str, Any] = {"state": "queued", "claimed_by": None}
+        if error is not None:
+            values["error"] = error
         statement = (
             update(ImportJobRecord)
             .where(*_held_by(worker))
-            .values(state="queued", claimed_by=None)
+            .values(**values)
             .returning(col(ImportJobRecord.id))
         )
         return await self._db.run(lambda session: list(session.execute(statement).scalars()))

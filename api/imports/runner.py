@@ -13,7 +13,11 @@ A database fault that passes (a lock, a lost connection: :func:`database_fault`)
 a job without failing it: the job is given back, its upload kept, and run again from the
 top (imports are idempotent) after :data:`RETRY_SECONDS`, twice as long after each
 further start. A job stopped so at its :data:`MAX_STARTS`-th start fails, saying why;
-any other fault fails it at once.
+any other fault fails it at once. The runner holds one job at a time, so when the fault
+outlasts the batch and its give-back fails too (or a claim or an ending fails), it gives
+back every job still held under its id, with the pending ``error``, before it claims
+again: tried every :data:`RETRY_SECONDS` until the database answers, never left
+``running`` until its heartbeat goes stale.
 """
 
 from __future__ import annotations
@@ -56,6 +60,10 @@ class ImportRunner(BackgroundTask):
         self.services = services
         self.worker_id = f"import-{new_worker_id()}"
         self._poll = poll_seconds
+        #: after a fault that escaped :meth:`run_once`, a job may still be held under
+        #: this runner's id: the ``error`` to give it back with (None: keep its own) and
+        #: the seconds to wait before the next claim; None when nothing is held
+        self._unsettled: tuple[str | None, float] | None = None
 
     async def stop(self) -> None:
         """Cancel the task; a job in flight is queued again for the next process.
@@ -72,6 +80,8 @@ class ImportRunner(BackgroundTask):
     async def run_once(self) -> bool:
         """Claim and run one job; False when there was none."""
         jobs = ImportJobQueries(self.services.store.db)
+        if self._unsettled is not None:
+            await self._settle(jobs, *self._unsettled)
         stale = self.services.store.db.clock() - timedelta(seconds=STALE_SECONDS)
         job = await jobs.claim(self.worker_id, stale_before=stale)
         if job is None:
@@ -105,8 +115,21 @@ class ImportRunner(BackgroundTask):
             return 0.0
         log.warning("import job stopped by %s; to be run again", fault, extra={"job_id": job.id})
         error = f"start {job.attempts} of at most {MAX_STARTS} stopped by {fault}; to be run again"
+        pause = RETRY_SECONDS * 2.0 ** (job.attempts - 1)
+        self._unsettled = (error, pause)  # kept should the give-back meet the fault too
         await jobs.release(job.id, self.worker_id, error=error)
-        return RETRY_SECONDS * 2.0 ** (job.attempts - 1)
+        self._unsettled = None
+        return pause
+
+    async def _settle(self, jobs: ImportJobQueries, error: str | None, pause: float) -> None:
+        """Give back every job still held under this runner's id after a fault escaped
+        :meth:`run_once` (with ``error``, if any), then wait the ``pause`` that was due;
+        raises while the database is still out of reach (tried again by :meth:`_loop`)."""
+        for job_id in await jobs.release_all(self.worker_id, error=error):
+            log.warning("import job given back after a fault", extra={"job_id": job_id})
+        self._unsettled = None
+        if pause:
+            await asyncio.sleep(pause)
 
     async def _loop(self) -> None:
         wake = self.services.waiters.imports
@@ -116,7 +139,11 @@ class ImportRunner(BackgroundTask):
                 while await self.run_once():
                     pass
             except Exception:
-                log.exception("the import runner could not claim a job; retrying")
+                log.exception("the import runner met a fault between jobs; retrying")
+                if self._unsettled is None:  # a claim or an ending may have committed
+                    self._unsettled = (None, 0.0)
+            # a job this runner may hold is given back soon, not after a whole poll
+            wait = self._poll if self._unsettled is None else min(self._poll, RETRY_SECONDS)
             with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(self._poll):
+                async with asyncio.timeout(wait):
                     await wake.wait()

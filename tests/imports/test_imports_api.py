@@ -10,6 +10,7 @@ a long job kept by its heartbeat, and a job stopped by a database fault being ru
 from __future__ import annotations
 
 import asyncio
+import gzip
 import io
 import json
 import struct
@@ -320,6 +321,40 @@ def _unreadable_zip(flaw: str) -> bytes:
     return bytes(data.replace(b"rX.csv", b"r\xff.csv") if flaw.endswith("name") else data)
 
 
+#: six CSV files, to be damaged at the fourth: what comes before the damage is readable
+_MANY = [(f"r/a/p{i}/results.csv", CSV * 50) for i in range(6)]
+
+
+def _damaged_tar(flaw: str) -> bytes:
+    """A plain tar of :data:`_MANY` damaged at its fourth member's header: ``checksum``
+    (the header's checksum wrong, the whole gzipped as a tar.gz) or ``cut`` (the upload
+    ends in the middle of that header, as when a client stops sending)."""
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w", format=tarfile.GNU_FORMAT) as tar:
+        for name, data in _MANY:
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    with tarfile.open(fileobj=io.BytesIO(buffer.getvalue())) as tar:
+        at = tar.getmembers()[3].offset
+    raw = bytearray(buffer.getvalue())
+    if flaw == "cut":
+        return bytes(raw[: at + 100])
+    raw[at + 148 : at + 156] = b"0000000\x00"  # where a header keeps its checksum
+    return gzip.compress(bytes(raw))
+
+
+def _damaged_zip() -> bytes:
+    """A zip of :data:`_MANY` whose fourth member's compressed bytes are damaged."""
+    data = bytearray(_zip(dict(_MANY)))
+    with zipfile.ZipFile(io.BytesIO(bytes(data))) as zipped:
+        info = zipped.infolist()[3]
+    at = info.header_offset + 30 + len(info.filename.encode()) + len(info.extra)
+    for byte in range(at + 2, at + 12):
+        data[byte] ^= 0xFF
+    return bytes(data)
+
+
 UNSAFE = {
     "dot-dot": (tar_gz({"../evil.csv": CSV}), TAR, ".."),
     "absolute": (_zip({"/tmp/evil.csv": CSV}), {"Content-Type": "application/zip"}, "absolute"),
@@ -350,6 +385,18 @@ UNSAFE = {
             ("unflagged name", "whose name is not UTF-8"),
         )
     },
+    # damaged: refused whole, never imported up to the damage
+    "a tar.gz with a damaged header midway": (_damaged_tar("checksum"), TAR, "not a readable"),
+    "a plain tar cut short": (
+        _damaged_tar("cut"),
+        {"Content-Type": "application/x-tar"},
+        "not a readable",
+    ),
+    "a zip with a damaged member": (
+        _damaged_zip(),
+        {"Content-Type": "application/zip"},
+        "not a readable zip",
+    ),
     "no csv": (tar_gz({"readme.txt": b"hi"}), TAR, "no CSV"),
     # the job could not unpack them: refused before it is accepted
     "a file twice": (
@@ -434,6 +481,36 @@ async def test_unsafe_archives_are_refused_and_nothing_is_stored(
     with session_factory(engine)() as session:
         jobs = (session.execute(select(func.count()).select_from(ImportJobRecord))).scalar()
     assert jobs == 0
+
+
+@pytest.mark.parametrize("flaw", ["checksum", "cut", "zip"])
+def test_a_damaged_archive_is_refused_whole_by_the_check_and_the_unpacking(
+    tmp_path: Path, flaw: str
+) -> None:
+    """A tar whose header midway is damaged or cut short, or a zip whose member's bytes
+    are damaged, is unreadable: the check and the unpacking both refuse it as such (not
+    a raw ``zlib.error``), rather than end it at the damage as if it were complete."""
+    body, kind = (_damaged_zip(), "zip") if flaw == "zip" else (_damaged_tar(flaw), "tar.gz")
+    with pytest.raises(UnsafeArchive, match=f"not a readable {kind} archive"):
+        check_archive(body, kind)
+    with pytest.raises(UnsafeArchive, match=f"not a readable {kind} archive"):
+        unpack_archive(body, kind, tmp_path)
+
+
+def test_a_tar_ending_in_its_two_blocks_of_zeros_is_read_whole(tmp_path: Path) -> None:
+    """A tar is complete at its two end blocks of zeros, without the padding most tools
+    add after them: every file is unpacked."""
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w", format=tarfile.GNU_FORMAT) as tar:
+        for name, data in _MANY:
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    raw = buffer.getvalue().rstrip(b"\x00")
+    raw += b"\x00" * (-len(raw) % tarfile.BLOCKSIZE + 2 * tarfile.BLOCKSIZE)
+    assert check_archive(raw, "tar.gz") == len(_MANY)
+    unpack_archive(raw, "tar.gz", tmp_path)
+    assert len(list(tmp_path.rglob("*.csv"))) == len(_MANY)
 
 
 async def test_size_media_type_and_role_are_checked(api_client: Any, tokens: Any) -> None:
@@ -573,6 +650,35 @@ async def test_a_job_stopped_by_a_passing_database_fault_is_run_again(
     assert job["report"]["submissions"] == 5
     assert await _submissions(engine) == 5
     assert _uploads(engine) == 0  # removed once the job ended
+
+
+async def test_a_job_whose_give_back_meets_the_same_database_fault_runs_again_soon(
+    api_client: Any, tokens: Any, engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A lost connection that outlasts the batch, so that giving the job back fails too,
+    does not leave the job ``running`` under a live, idle process until its heartbeat
+    goes stale: the runner gives it back once the database answers, saying what stopped
+    it, and the job runs again within seconds, every line stored once."""
+    lost = OperationalError("INSERT ...", {}, Exception("server closed the connection"))
+    monkeypatch.setattr(queries, "_write_all", _refusing(queries._write_all, lost, times=1))
+    release = ImportJobQueries.release
+    releases: list[int] = []
+
+    async def refused_release(self: ImportJobQueries, *args: Any, **kwargs: Any) -> bool:
+        releases.append(1)
+        if len(releases) == 1:
+            raise lost  # the database is still out of reach a moment later
+        return await release(self, *args, **kwargs)
+
+    monkeypatch.setattr(ImportJobQueries, "release", refused_release)
+    admin = await tokens("admin")
+    async with api_client(judge="scripted:pass") as client:
+        created = await client.post(IMPORTS, content=_lines(1), headers={**admin, **NDJSON})
+        assert created.status_code == 202, created.text
+        job = await finished(client, created.headers["location"], admin)
+    assert (job["state"], job["attempts"]) == ("done", 2), job
+    assert job["report"]["submissions"] == 1
+    assert await _submissions(engine) == 1
 
 
 async def test_a_job_stopped_by_a_database_fault_at_every_start_fails_saying_why(
