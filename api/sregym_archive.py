@@ -12,10 +12,13 @@ size counts every member, whether an import reads it or not: a tar.gz is read as
 stream whose bytes are counted as they are decompressed, so a bomb in any member stops
 at the limit without the rest being decompressed; a zip's members an import does not
 read are counted by their declared size (they are never decompressed), the others as
-bytes are really written. :func:`check_archive` runs the same checks without writing
-anything, so a bad upload is refused before it is stored. Both read an archive given as
-bytes or as a binary file (from its start, never whole into memory), with the same
-checks either way.
+bytes are really written. A damaged archive is refused, never unpacked up to the damage:
+a tar ends only at its end blocks (a damaged, cut or missing header is an error, not
+the end), and a zip member's bytes are read to the end, where its CRC is checked.
+:func:`check_archive` runs the same checks, reading every file an import reads, without
+writing anything, so a bad upload is refused before it is stored. Both read an archive
+given as bytes or as a binary file (from its start, never whole into memory), with the
+same checks either way.
 """
 
 from __future__ import annotations
@@ -30,9 +33,10 @@ import tarfile
 import zipfile
 import zlib
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path, PurePath, PurePosixPath
-from typing import IO, Literal
+from typing import IO, Literal, Self
 
 from storage.storable import unstorable
 
@@ -118,6 +122,29 @@ def relative_path(name: str, *, top: bool = False) -> PurePosixPath:
     return path
 
 
+#: what ``tarfile`` raises for a header block of zeros (defined there, not in its stubs)
+_ZEROS: type[tarfile.HeaderError] = tarfile.EOFHeaderError  # type: ignore[attr-defined]
+
+
+class _StrictTarInfo(tarfile.TarInfo):
+    """A tar header that is read whole or refused. ``tarfile`` ends an archive at the
+    first header after the first that it cannot read (damaged, cut short, missing), so
+    a damaged or truncated upload would be imported up to the damage as if complete:
+    here only a proper end, two blocks of zeros, ends it."""
+
+    @classmethod
+    def fromtarfile(cls, tarfile_: tarfile.TarFile) -> Self:
+        at = tarfile_.offset
+        try:
+            return super().fromtarfile(tarfile_)
+        except _ZEROS:  # a block of zeros: the end, if another follows
+            if tarfile_.fileobj.read(tarfile.BLOCKSIZE) != tarfile.NUL * tarfile.BLOCKSIZE:
+                raise tarfile.ReadError(f"no end of archive after byte {at}") from None
+            raise
+        except tarfile.HeaderError as exc:
+            raise tarfile.ReadError(f"a damaged or missing header at byte {at}: {exc}") from None
+
+
 def _tar_entries(tar: tarfile.TarFile) -> Iterator[tuple[_Entry, tarfile.TarInfo]]:
     for member in tar:
         entry = _Entry(member.name, member.isreg(), member.isdir(), member.size)
@@ -166,6 +193,37 @@ def _decompressed(raw: IO[bytes]) -> IO[bytes] | io.BufferedIOBase:
     return raw
 
 
+@contextmanager
+def _readable(kind: ArchiveKind) -> Iterator[None]:
+    """Errors reading the archive, its entries or a member's bytes, as UnsafeArchive."""
+    try:
+        yield
+    except (
+        tarfile.TarError,
+        zipfile.BadZipFile,  # a zip member whose bytes fail their CRC check, too
+        EOFError,
+        OSError,
+        zlib.error,
+        lzma.LZMAError,
+        RuntimeError,  # a zip member with a password
+        NotImplementedError,  # a zip member compressed as zipfile cannot read (AES, say)
+        UnicodeDecodeError,  # a zip name that is not UTF-8
+    ) as exc:
+        raise UnsafeArchive(f"not a readable {kind} archive: {exc}") from None
+
+
+def _chunks(reader: IO[bytes], kind: ArchiveKind) -> Iterator[bytes]:
+    """A member's bytes to its end, a chunk at a time (a zip member's CRC is checked at
+    its end); a member that cannot be read is UnsafeArchive."""
+    with reader:
+        while True:
+            with _readable(kind):
+                chunk = reader.read(_COPY_CHUNK)
+            if not chunk:
+                return
+            yield chunk
+
+
 def _walk(
     source: bytes | IO[bytes], kind: ArchiveKind, limit: int, members: int
 ) -> Iterator[tuple[_Entry, IO[bytes] | None]]:
@@ -175,7 +233,7 @@ def _walk(
     bytes, or a seekable binary file read from its start."""
     count = 0
     file = io.BytesIO(source) if isinstance(source, bytes) else source
-    try:
+    with _readable(kind):
         file.seek(0)
         if kind == "zip":
             _zip_entries_within(file, members)
@@ -189,24 +247,12 @@ def _walk(
                     yield entry, zipped.open(info) if wanted else None
         else:
             stream = io.BufferedReader(_Budgeted(_decompressed(file), limit), _COPY_CHUNK)
-            with tarfile.open(fileobj=stream, mode="r|") as tar:
+            with tarfile.open(fileobj=stream, mode="r|", tarinfo=_StrictTarInfo) as tar:
                 for entry, member in _tar_entries(tar):
                     count = _count(count, members)
                     path = relative_path(entry.name, top=entry.directory)
                     wanted = entry.regular and _wanted(path)
                     yield entry, tar.extractfile(member) if wanted else None
-    except (
-        tarfile.TarError,
-        zipfile.BadZipFile,
-        EOFError,
-        OSError,
-        zlib.error,
-        lzma.LZMAError,
-        RuntimeError,  # a zip member with a password
-        NotImplementedError,  # a zip member compressed as zipfile cannot read (AES, say)
-        UnicodeDecodeError,  # a zip name that is not UTF-8
-    ) as exc:
-        raise UnsafeArchive(f"not a readable {kind} archive: {exc}") from None
 
 
 #: a zip's end record, zip64 end locator, zip64 end record and central directory entry
@@ -264,16 +310,20 @@ def check_archive(
     source: bytes | IO[bytes], kind: ArchiveKind, *, limit: int = MAX_UNPACKED_BYTES
 ) -> int:
     """The CSV files of the archive (its bytes, or a seekable binary file read from its
-    start); ``UnsafeArchive`` if any name or size is refused, or if two files it would
-    unpack have one path (or one is the other's folder): so an archive
-    :func:`unpack_archive` refuses is refused before its import is accepted."""
-    declared = files = 0
+    start); ``UnsafeArchive`` if any name or size is refused, if two files it would
+    unpack have one path (or one is the other's folder), or if any file it would unpack
+    cannot be read to its end: so an archive :func:`unpack_archive` refuses is refused
+    before its import is accepted."""
+    declared = files = read = 0
     unpacked: set[PurePosixPath] = set()
     folders: set[PurePosixPath] = set()
     for entry, reader in _walk(source, kind, limit, MAX_MEMBERS):
         declared += entry.size if entry.regular else 0  # every member, read or not
         if reader is not None:
-            reader.close()
+            for chunk in _chunks(reader, kind):  # read to its end, as unpacking will
+                read += len(chunk)
+                if read > limit:
+                    raise UnsafeArchive(f"unpacks to more than {limit} bytes")
             path = relative_path(entry.name)
             files += is_csv_file(path)
             if path in unpacked:
@@ -318,8 +368,8 @@ def unpack_archive(
             out = destination.open("xb")
         except FileExistsError:
             raise UnsafeArchive(f"{entry.name!r}: given twice") from None
-        with reader, out:
-            while chunk := reader.read(_COPY_CHUNK):
+        with out:
+            for chunk in _chunks(reader, kind):
                 written += len(chunk)
                 if written > limit:
                     raise UnsafeArchive(f"unpacks to more than {limit} bytes")
