@@ -37,6 +37,7 @@ __all__ = [
     "Rubric",
     "load_rubric",
     "load_rubric_dir",
+    "named_rubric_ref",
     "rubric_from_mapping",
     "split_rubric_ref",
 ]
@@ -295,3 +296,12 @@ def split_rubric_ref(text: str) -> tuple[str, str | None]:
     if at and not version.strip():
         raise ValueError(f"{text!r}: the version after '@' is empty (give id or id@version)")
     return (name, version) if at else (text, None)
+
+
+def named_rubric_ref(text: str) -> tuple[str, str | None]:
+    """As :func:`split_rubric_ref`, and ValueError for an empty (or blank) id too: a
+    filter or a target naming ``""``, ``" "`` or ``@VERSION`` names no rubric."""
+    name, version = split_rubric_ref(text)
+    if not name.strip():
+        raise ValueError(f"{text!r}: the rubric id is empty (give id or id@version)")
+    return name, version

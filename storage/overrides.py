@@ -92,25 +92,15 @@ def imported_figures(
     )
 
 
-#: the words SREGym's CSV may hold for "no value" in a figure's cell (pandas writes
-#: ``nan``), as the import reads them (``api.imports.sregym``)
-_NO_VALUE = {"", "none", "nan", "null"}
-
-
 def _figure(value: Any) -> float | None:
-    """A figure SREGym wrote (a CSV cell, as the import keeps it), as the import reads it:
-    a finite number, else None."""
+    """A figure SREGym wrote (a CSV cell, as the import keeps it) as a finite number; None
+    for a blank or non-numeric cell (``nan``, ``None``)."""
     if isinstance(value, bool) or not isinstance(value, (str, int, float)):
         return None
-    if isinstance(value, str):
-        text = value.strip()
-        if text.lower() in _NO_VALUE:
-            return None
-        try:
-            value = float(text)
-        except ValueError:
-            return None
-    number = float(value)
+    try:
+        number = float(value)
+    except ValueError:
+        return None
     return number if math.isfinite(number) else None
 
 

@@ -17,7 +17,7 @@ from api.service.principal import Principal
 from api.service.schemas import GradingPage, GradingRead
 from api.service.services import Services
 from api.service.visibility import grading_etag
-from judge.rubric import split_rubric_ref
+from judge.rubric import named_rubric_ref
 from storage import GradingFilter
 from storage.search import parse_search
 
@@ -119,12 +119,9 @@ def _rubric_filter(rubric: str | None) -> tuple[str | None, str | None]:
     if rubric is None:
         return None, None
     try:
-        rubric_id, version = split_rubric_ref(rubric)
+        return named_rubric_ref(rubric)
     except ValueError as exc:
         raise InvalidRequest(str(exc), field="rubric") from exc
-    if not rubric_id.strip():
-        raise InvalidRequest(f"{rubric!r}: the rubric id is empty", field="rubric")
-    return rubric_id, version
 
 
 @post(

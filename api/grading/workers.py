@@ -38,7 +38,7 @@ import time
 from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, TypeVar
 
 from api.grading import self_preference
 from api.grading.confirmation import confirmed
@@ -69,6 +69,9 @@ from storage.queue import INTERNAL_ERROR, Deferral
 from storage.regrade.batch_answers import batch_answers
 
 __all__ = ["GradingWorkers"]
+
+#: what a write or read retried past database faults answers
+_Answer = TypeVar("_Answer")
 
 log = logging.getLogger("sre_judge.workers")
 
@@ -415,30 +418,47 @@ class GradingWorkers:
         that never passes is bounded by ``WORKER_LOSSES``. Any other error is raised.
         """
         give_up = asyncio.get_running_loop().time() + self.services.settings.lease_seconds
-        pause = STORE_RETRY_SECONDS
-        fault: Exception | None = None
-        while True:
-            try:
-                stored = await write()
-            except Exception as exc:
-                if not database_fault(exc):
-                    raise
-                fault = exc
-            else:  # a refusal after a fault: the faulted write may have landed unacknowledged
-                return stored if stored or fault is None else await self._landed(claim)
-            if not self._may_pause(pause, min(lease.until, give_up)):
-                break
-            log.warning(
-                "storing the outcome of %s met a database fault (%s); again in %.1fs",
-                claim.grading_id, type(fault).__name__, pause,
-            )  # fmt: skip
-            await asyncio.sleep(pause)
-            pause = min(2 * pause, STORE_RETRY_MAX_SECONDS)
+        done, stored, fault = await self._past_faults(
+            write, lambda: min(lease.until, give_up), "storing the outcome of", claim
+        )
+        if done:  # a refusal after a fault: the faulted write may have landed unacknowledged
+            return stored if stored or fault is None else await self._landed(claim)
         log.error(
             "the database did not take the outcome of %s; its lease runs out and another "
             "claim grades it", claim.grading_id, exc_info=fault,
         )  # fmt: skip
         return None
+
+    async def _past_faults(
+        self,
+        attempt: Callable[[], Awaitable[_Answer]],
+        until: Callable[[], float],
+        doing: str,
+        claim: Claim,
+    ) -> tuple[bool, _Answer | None, Exception | None]:
+        """Run ``attempt`` until it answers, again after a pause (``STORE_RETRY_SECONDS``,
+        doubling) each time a fault of the database's reach (``database_fault``) stops it,
+        while a pause ends before ``until()`` (the event loop's clock, read again each
+        time: a lease the heartbeat extends) and, once shutdown began, before its deadline.
+        Whether it answered, its answer, and the last fault met (None: none). Any other
+        error is raised."""
+        pause = STORE_RETRY_SECONDS
+        fault: Exception | None = None
+        while True:
+            try:
+                return True, await attempt(), fault
+            except Exception as exc:
+                if not database_fault(exc):
+                    raise
+                fault = exc
+            if not self._may_pause(pause, until()):
+                return False, None, fault
+            log.warning(
+                "%s %s met a database fault (%s); again in %.1fs",
+                doing, claim.grading_id, type(fault).__name__, pause,
+            )  # fmt: skip
+            await asyncio.sleep(pause)
+            pause = min(2 * pause, STORE_RETRY_MAX_SECONDS)
 
     def _may_pause(self, pause: float, until: float) -> bool:
         """Whether a store met by a database fault may pause ``pause`` seconds and try
@@ -494,25 +514,17 @@ class GradingWorkers:
         of results not known to be stored), never stored on a guess. Any other error is
         raised."""
         give_up = asyncio.get_running_loop().time() + self.services.settings.lease_seconds
-        pause = STORE_RETRY_SECONDS
-        fault: Exception | None = None
-        while True:
-            try:
-                return await self.services.store.queue.outcome_stored(
-                    claim.grading_id, self.worker_id, claim_count=claim.claim_count
-                )
-            except Exception as exc:
-                if not database_fault(exc):
-                    raise
-                fault = exc
-            if not self._may_pause(pause, give_up):
-                break
-            log.warning(
-                "reading whether it stored the outcome of %s met a database fault (%s); "
-                "again in %.1fs", claim.grading_id, type(fault).__name__, pause,
-            )  # fmt: skip
-            await asyncio.sleep(pause)
-            pause = min(2 * pause, STORE_RETRY_MAX_SECONDS)
+        queue = self.services.store.queue
+        done, stored, fault = await self._past_faults(
+            lambda: queue.outcome_stored(
+                claim.grading_id, self.worker_id, claim_count=claim.claim_count
+            ),
+            lambda: give_up,
+            "reading whether it stored the outcome of",
+            claim,
+        )
+        if done:
+            return stored
         log.error(
             "whether the outcome of %s was stored could not be read; counted discarded",
             claim.grading_id, exc_info=fault,

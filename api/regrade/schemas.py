@@ -11,7 +11,7 @@ from api.regrade.batch_queries import BatchProgress
 from api.regrade.selection import RegradeFilter, check_graded_judge, masked_filter
 from api.service.request_types import BoundedDatetime
 from api.service.settings import mask_passwords
-from judge.rubric import split_rubric_ref
+from judge.rubric import named_rubric_ref
 from storage.regrade.progress import JobView
 
 __all__ = [
@@ -65,12 +65,7 @@ class RegradeFilterIn(BaseModel):
         """``id@`` (an empty version) and an empty id (``""``, ``@VERSION``) are refused,
         as a job's target rubric refuses them: they name no rubric a grading has."""
         if value is not None:
-            rubric_id, _ = split_rubric_ref(value)
-            if not rubric_id.strip():
-                raise ValueError(
-                    f"{value!r}: the rubric id is empty (give id, id@version or version, "
-                    "or omit it)"
-                )
+            named_rubric_ref(value)
         return value
 
     @field_validator("scenario_set")
@@ -151,9 +146,7 @@ class RegradeJobCreate(BaseModel):
         """A blank id names no rubric: refused, never read as the service's default
         (which only an omitted rubric is); ``id@``, an empty version, is refused too."""
         if value is not None:
-            if not value.strip():
-                raise ValueError("the rubric id is empty (give id or id@version, or omit it)")
-            split_rubric_ref(value)
+            named_rubric_ref(value)
         return value
 
 
