@@ -15,8 +15,9 @@ as ``sre-judge report agreement`` does for judge against judge.
 - disagreement of the new judge's own answers with the human overrides in force on
   the old grading.
 
-Only items where both gradings are graded, each with a verdict in force, are compared;
-those with a held pass on either side are listed apart (``held``), the others counted.
+Only items where both gradings have a verdict in force are compared (an unscored grading
+a human decided has the human's); those with a held pass on either side are listed apart
+(``held``), the others counted by their statuses (``not_compared``).
 """
 
 from __future__ import annotations
@@ -94,14 +95,14 @@ def _answers(side: GradingSide, verdicts: FlipVerdicts) -> dict[str, bool]:
 
 
 def _flip(item: FlipItem, verdicts: FlipVerdicts = "effective") -> str:
-    """pass->fail, fail->pass, same; ``held`` when both are graded but one has no
-    verdict in force yet (a held pass, waiting for a human), ``not_compared`` when one
-    is not graded."""
-    if item.old.status != "graded" or item.new.status != "graded":
-        return "not_compared"
+    """pass->fail, fail->pass, same when both have a verdict (an unscored grading a
+    human decided has one: pass rates count it); ``held`` when both are graded but one
+    has no verdict in force yet (a held pass, waiting for a human); ``not_compared``
+    otherwise (pending, cancelled, or unscored with no human verdict)."""
     old, new = _verdict(item.old, verdicts), _verdict(item.new, verdicts)
     if old is None or new is None:
-        return "held"
+        graded = item.old.status == "graded" and item.new.status == "graded"
+        return "held" if graded else "not_compared"
     if old and new is False:
         return "pass->fail"
     if old is False and new:
