@@ -335,10 +335,11 @@ def _decidable(kind: str, facts: GroundTruthFacts) -> bool:
 def questions_asked(rubric: Rubric, ground_truth: str | None = None) -> list[Question]:
     """The questions :func:`ask_extraction` asks the judge one by one: those the claims
     do not answer; every question for a ground truth without a header. ``None``: a ground
-    truth with one (the usual case). Where some question is left out, the claims are
-    extracted in one call first."""
+    truth with SREGym's usual header (``component=<kind/name>; namespace=<ns>``), which
+    names components and changes no value, so ``values`` questions are asked too. Where
+    some question is left out, the claims are extracted in one call first."""
     if ground_truth is None:
-        return [q for q in rubric.questions if not q.claims]
+        return [q for q in rubric.questions if not q.claims or q.claims == "values"]
     coded = _coded(rubric, ground_truth)[1]
     return [q for q in rubric.questions if q not in coded]
 

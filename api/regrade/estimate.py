@@ -322,8 +322,8 @@ async def _judge_estimate(
     """The calls, cache hits and tokens of one judge ``spec`` asked through ``backend``
     for the submissions ``rubric`` (``share``'s) grades: counted one by one where
     ``one_by_one`` (the job covers at most :data:`CACHE_CHECK_LIMIT`), else from the
-    totals, as if every ground truth had a ``[fault_spec]`` header and every prompt
-    fitted the judge's window."""
+    totals, as if every ground truth had SREGym's usual ``[fault_spec]`` header (it names
+    components, changes no value) and every prompt fitted the judge's window."""
     settings = services.settings
     totals = share.totals
     grader = grader_for(settings, backend)

@@ -12,8 +12,10 @@ from typing import Any
 
 import pytest
 
+from api.regrade import estimate as estimates
 from judge.backends.scripted import ScriptedBackend, _diagnosis_of
 from judge.calls import JudgeRequest
+from judge.extraction import CLAIM_KEYS
 from tests.api.conftest import ClientFactory
 from tests.regrade.test_regrade_api import MEMBERS, _finished, _members
 from tests.support.app_client import AppClient
@@ -265,3 +267,74 @@ async def test_a_panel_s_dry_run_counts_the_calls_of_every_member(
     assert all(len(judge.requests) == 3 * 9 for judge in members.values())
     estimate = dry.json()["estimate"]
     assert estimate["judge_calls"] == done["judge_calls"] == 2 * 3 * 9, (estimate, done)
+
+
+class AnswersEveryFormat(ScriptedBackend):
+    """Says ``answer`` to every question, in the reply schema it is asked for; gives
+    empty claims to an extraction call."""
+
+    def __init__(self, model: str, answer: str = "no") -> None:
+        super().__init__(model=model)
+        self.answer = answer
+
+    def _entry(self, schema: dict[str, Any], quote: str) -> dict[str, Any]:
+        props = schema.get("properties", {})
+        entry: dict[str, Any] = {}
+        for key in props:
+            if key == "answer":
+                entry[key] = self.answer
+            elif key == "confidence":
+                entry[key] = "high"
+            elif key in ("evidence", "quote"):
+                entry[key] = quote if self.answer == "yes" else ""
+            else:
+                entry[key] = "scripted"
+        return entry
+
+    def _next(self, request: JudgeRequest) -> str:
+        schema = request.reply_schema
+        props = schema.get("properties", {})
+        quote = " ".join(_diagnosis_of(request).split()[:8])
+        if set(props) == set(CLAIM_KEYS):
+            return json.dumps({k: [] if p.get("type") == "array" else "" for k, p in props.items()})
+        if "answer" in props:
+            return json.dumps(self._entry(schema, quote))
+        return json.dumps({qid: self._entry(s, quote) for qid, s in props.items()})
+
+
+#: SREGym's ground-truth form: a header naming the component and namespace
+TRUTH = "[fault_spec] component=deployment/checkout; namespace=shop || OOM"
+
+
+async def test_a_large_extraction_regrade_s_estimate_counts_the_calls_the_run_makes(
+    api_client: ClientFactory, tokens: Callable[..., Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past the selection counted submission by submission, the dry run of an extraction
+    regrade counts the calls the run makes for ground truths in SREGym's own form (a
+    header naming the component, changing no value: the values question is asked too).
+    The limit is lowered so three submissions take the path of 50,001."""
+    admin = await tokens("admin")
+    new = AnswersEveryFormat("fail", "no")
+    backends = {"scripted:pass": AnswersEveryFormat("pass", "yes"), "scripted:fail": new}
+    async with api_client(backends=backends, judge_asking="extraction") as client:
+        for n in range(3):
+            body = {"diagnosis": f"checkout ran out of memory ({n})", "ground_truth": TRUTH}
+            sent = await client.post(
+                "/v1/submissions", params={"wait": 10}, json=body, headers=admin
+            )
+            assert sent.status_code == 201, sent.text
+        request = {"judge": "scripted:fail", "rubric": "sregym-rca"}
+        # more submissions than are counted one by one: the estimate from the totals
+        monkeypatch.setattr(estimates, "CACHE_CHECK_LIMIT", 2)
+        dry = await client.post(
+            "/v1/regrade-jobs", json={**request, "dry_run": True}, headers=admin
+        )
+        assert dry.status_code == 200, dry.text
+        figures = dry.json()["estimate"]
+        assert figures["cache_checked"] is False  # the path of a selection over the limit
+        job = (await client.post("/v1/regrade-jobs", json=request, headers=admin)).json()
+        done = await _finished(client, admin, job["id"])
+    assert (done["state"], done["done"]) == ("done", 3), done
+    made = done["judge_calls"] + done["cache_hits"]
+    assert made == len(new.requests) == 3 * 8  # the claims call and seven questions each
+    assert figures["judge_calls"] == made, (figures, done)
