@@ -5,7 +5,15 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictStr, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictBool,
+    StrictStr,
+    ValidationInfo,
+    field_validator,
+)
 
 from api.regrade.batch_queries import BatchProgress
 from api.regrade.selection import RegradeFilter, check_graded_judge, masked_filter
@@ -74,6 +82,16 @@ class RegradeFilterIn(BaseModel):
         """A blank set is refused: no scenario has one, so it would select nothing."""
         if value is not None and not value.strip():
             raise ValueError("the scenario set is empty (give a set's name, or omit it)")
+        return value
+
+    @field_validator("created_before")
+    @classmethod
+    def _after_the_start(cls, value: datetime | None, info: ValidationInfo) -> datetime | None:
+        """A ``created_before`` not later than ``created_after`` is refused: the
+        interval (the start inclusive, the end exclusive) holds no submission."""
+        start = info.data.get("created_after")
+        if value is not None and start is not None and value <= start:
+            raise ValueError("created_before is not later than created_after: nothing is between")
         return value
 
     @field_validator("judge")

@@ -378,16 +378,25 @@ async def test_a_filter_rubric_version_with_an_empty_id_is_refused_naming_it(
         ({"scenario_set": ""}, "scenario_set"),
         ({"scenario_set": " "}, "scenario_set"),
         ({"tags": [""]}, "tags"),
+        (
+            {"created_after": "2026-01-02T00:00:00Z", "created_before": "2026-01-01T00:00:00Z"},
+            "created_before",
+        ),
+        (
+            {"created_after": "2026-01-01T00:00:00Z", "created_before": "2026-01-01T00:00:00Z"},
+            "created_before",
+        ),
     ],
 )
-async def test_a_scenario_filter_no_scenario_can_match_is_refused_naming_it(
+async def test_a_filter_nothing_can_match_is_refused_naming_it(
     api_client: ClientFactory,
     tokens: Callable[..., Any],
     filter_: dict[str, Any],
     field: str,
 ) -> None:
     """A filter's empty (or blank) ``scenario_set`` or empty tag, which no scenario has,
-    is refused with 422 naming the field, as the reports' filters refuse an empty set."""
+    or a ``created_before`` not later than its ``created_after`` (no time between), is
+    refused with 422 naming the field, as the reports' filters refuse an empty set."""
     body = {"judge": NEW_JUDGE, "dry_run": True, "filter": filter_}
     _assert_refused_naming(await _post_over_one_grading(api_client, tokens, body), field)
 
