@@ -10,7 +10,9 @@ Standard Webhooks asks (``webhook-id``, ``webhook-timestamp``, ``webhook-signatu
 with the ``standardwebhooks`` library), and bounded as a whole by the timeout. Its
 outcome is recorded with the lease of the endpoint's next delivery. A lane ends at a
 failure or when nothing is due; lanes never wait for each other, so a slow or failing
-receiver delays only its own deliveries.
+receiver delays only its own deliveries. A lane that holds a delivery it has not sent
+when the process stops (a stop that came while the last send was recorded) gives its
+lease back unsent: due at once for whoever runs next, its attempt not counted.
 
 A failed send is retried with exponential backoff (``SRE_JUDGE_WEBHOOK_RETRY_SECONDS``,
 doubling, at most an hour apart) until it has failed for
@@ -36,8 +38,12 @@ import ssl
 import time
 from collections.abc import Callable
 from datetime import datetime, timedelta
+from typing import Any
 
 import httpx
+from sqlalchemy import update
+from sqlalchemy.orm import Session
+from sqlmodel import col
 from standardwebhooks.webhooks import Webhook
 
 from api.service.background import cancel_and_wait
@@ -48,6 +54,7 @@ from api.webhooks.queries import Claimed, WebhookQueries
 from api.webhooks.target import PinnedTransport, allowed_hosts
 from judge.backends.http import parse_retry_after, tls_context
 from storage import Store
+from storage.webhooks.tables import WebhookDeliveryRecord
 
 __all__ = [
     "WebhookDelivery",
@@ -105,6 +112,28 @@ def circuit_open_until(failures: int, now: datetime, settings: Settings) -> date
     if failures < threshold:
         return None
     return now + timedelta(seconds=_backoff(settings, failures - threshold + 1))
+
+
+def _give_back(session: Session, claimed: Claimed, now: datetime) -> None:
+    """Undo the lease of ``claimed``, not sent: due again from ``now``, its attempt not
+    counted (nor, for the first of its series, its give-up clock started). Fenced by the
+    lease: nothing changes once it ran out and another holder took the delivery."""
+    values: dict[str, Any] = {
+        "leased_until": None,
+        "next_attempt_at": now,
+        "attempts": col(WebhookDeliveryRecord.attempts) - 1,
+    }
+    if claimed.attempts == 1:
+        values["first_attempt_at"] = None
+    session.execute(
+        update(WebhookDeliveryRecord)
+        .where(
+            col(WebhookDeliveryRecord.seq) == claimed.seq,
+            col(WebhookDeliveryRecord.leased_until) == claimed.leased_until,
+        )
+        .values(values)
+        .execution_options(synchronize_session=False)
+    )
 
 
 class WebhookDelivery:
@@ -236,6 +265,9 @@ class WebhookDelivery:
             claimed: Claimed | None = first
             while claimed is not None:
                 try:
+                    if self._stopping:  # leased before the stop was seen: no new send
+                        await self._store.db.run(_give_back, claimed, self._store.db.clock())
+                        return
                     claimed = await self._deliver(http, claimed)
                 except asyncio.CancelledError:
                     raise

@@ -21,17 +21,24 @@ hand, outside the service, is seen after the next restart or append of another p
 :func:`on_committed` lets this process's delivery worker hear, once a transaction that
 wrote deliveries has committed, that there is something to send: it starts at once
 instead of at its next poll (which still finds what other processes wrote).
+
+A delivery describes its grading as the transaction commits it: when a later event of
+the same transaction changes a grading it already announced (a regrade item's verdict,
+then the carry of its overrides, which may flag it ``override_outdated`` while
+announcing nothing itself), the deliveries written before are rewritten with the
+grading as it then stands, before the commit (:func:`_retell`).
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 from weakref import WeakKeyDictionary
 
-from sqlalchemy import event, insert, select
+from sqlalchemy import bindparam, event, insert, select, update
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session
 from sqlmodel import col
@@ -67,6 +74,14 @@ _FROM_AUDIT = {
 #: a regrade's copy of the overrides in force onto its grading (``storage.regrade``)
 _CARRIED = "grading.overrides_carried"
 _DELIVERIES = WebhookDeliveryRecord.__table__  # type: ignore[attr-defined]
+#: one delivery's payload rewritten (:func:`_retell`)
+_RETELL = (
+    update(_DELIVERIES)
+    .where(_DELIVERIES.c.id == bindparam("b_id"))
+    .values(payload=bindparam("b_payload", type_=_DELIVERIES.c.payload.type))
+)
+#: ``session.info`` key: the grading deliveries of the session's transaction (:func:`_told`)
+_TOLD = "webhooks.told"
 #: the grading's columns a payload may carry: ids and verdicts
 _GRADING_FIELDS = (
     "status", "unscored_reason", "passed", "held", "judge_passed", "yes_count", "composite",
@@ -109,7 +124,7 @@ def _tell(session: Session) -> None:
 def webhook_event(audit_event: str, payload: dict[str, Any] | None = None) -> str | None:
     """The webhook event an audit event announces, if any: a regrade that carried a human's
     overrides onto its grading is that grading's ``grading.overridden`` (its verdict in
-    force is the human's; its ``grading.completed``, written before, told the judge's)."""
+    force is the human's, which a subscriber of ``grading.overridden`` hears of too)."""
     if audit_event == _CARRIED:
         return "grading.overridden" if (payload or {}).get("carried") else None
     return _FROM_AUDIT.get(audit_event)
@@ -129,6 +144,42 @@ def _grading_data(session: Session, grading_ids: list[str]) -> dict[str, dict[st
         data.update({name: getattr(submission, name) for name in _SUBMISSION_FIELDS})
         found[grading.id] = data
     return found
+
+
+@dataclass
+class _Told:
+    """The deliveries one audit event of a transaction wrote about a grading: their ids
+    (one per endpoint) and the body they carry."""
+
+    event: dict[str, Any]
+    body: dict[str, Any]
+    ids: list[str]
+
+
+def _told(session: Session) -> dict[str, list[_Told]]:
+    """The deliveries ``session``'s transaction wrote so far, by the grading they
+    describe (empty in a new transaction)."""
+    transaction = session.get_transaction()
+    kept = session.info.get(_TOLD)
+    if kept is None or kept[0] is not transaction:
+        kept = session.info[_TOLD] = (transaction, {})
+    told: dict[str, list[_Told]] = kept[1]
+    return told
+
+
+def _retell(session: Session, told: Sequence[_Told], gradings: dict[str, Any]) -> None:
+    """Rewrite the body of each of ``told`` whose grading (as ``gradings`` read it now)
+    is no longer the one it describes; one statement for all, none when none changed."""
+    params: list[dict[str, Any]] = []
+    for t in told:
+        if t.event["entity_id"] not in gradings:
+            continue
+        data = _data(t.event["event"], t.event["entity_id"], t.event["payload"], gradings)
+        if data != t.body["data"]:
+            t.body = {**t.body, "data": data}
+            params.extend({"b_id": delivery_id, "b_payload": t.body} for delivery_id in t.ids)
+    if params:
+        session.connection().execute(_RETELL, params)
 
 
 def _data(
@@ -156,25 +207,28 @@ def enqueue(session: Session, events: Sequence[dict[str, Any]], *, at: datetime)
     """Write one delivery per active endpoint subscribed to each of the audit ``events``
     (``event``, ``entity_id``, ``payload`` each); how many.
 
-    At most three statements whatever the number of events: the endpoints (none while
+    At most four statements whatever the number of events: the endpoints (none while
     the list kept is proven current), the gradings the payloads describe, the
-    deliveries; none when no event is one an endpoint can subscribe to.
+    deliveries, and the rewrite of the deliveries this transaction wrote before about a
+    grading one of ``events`` changes again (:func:`_retell`, when one did change);
+    none when no event is one an endpoint can subscribe to or of a grading announced.
     """
     announced = [
         (e, kind) for e in events if (kind := webhook_event(e["event"], e["payload"])) is not None
     ]
     endpoints = _active_endpoints(session, events, needed=bool(announced))
-    if not announced or not endpoints:
-        return 0
     subscribed = [
         (e, kind, targets)
         for e, kind in announced
-        if (targets := [i for i, kinds in endpoints if kind in (kinds or [])])
+        if (targets := [i for i, kinds in endpoints or [] if kind in (kinds or [])])
     ]
-    if not subscribed:
+    told = _told(session)
+    again = {e["entity_id"] for e in events if _of_grading(e) and e["entity_id"] in told}
+    grading_ids = {e["entity_id"] for e, _, _ in subscribed if _of_grading(e)} | again
+    if not grading_ids and not subscribed:
         return 0
-    grading_ids = [e["entity_id"] for e, _, _ in subscribed if e["event"].startswith("grading.")]
-    gradings = _grading_data(session, grading_ids) if grading_ids else {}
+    gradings = _grading_data(session, sorted(grading_ids)) if grading_ids else {}
+    _retell(session, [t for grading_id in sorted(again) for t in told[grading_id]], gradings)
     rows: list[dict[str, Any]] = []
     for e, kind, targets in subscribed:
         body = {
@@ -182,9 +236,10 @@ def enqueue(session: Session, events: Sequence[dict[str, Any]], *, at: datetime)
             "timestamp": iso_utc(at),
             "data": _data(e["event"], e["entity_id"], e["payload"], gradings),
         }
+        ids = [f"msg_{new_id()}" for _ in targets]
         rows.extend(
             {
-                "id": f"msg_{new_id()}",
+                "id": delivery_id,
                 "endpoint_id": endpoint_id,
                 "event": kind,
                 "payload": body,
@@ -193,11 +248,19 @@ def enqueue(session: Session, events: Sequence[dict[str, Any]], *, at: datetime)
                 "next_attempt_at": at,
                 "created_at": at,
             }
-            for endpoint_id in targets
+            for delivery_id, endpoint_id in zip(ids, targets, strict=True)
         )
-    session.execute(insert(_DELIVERIES), rows)
-    _after_commit(session)
+        if _of_grading(e):
+            told.setdefault(e["entity_id"], []).append(_Told(e, body, ids))
+    if rows:
+        session.execute(insert(_DELIVERIES), rows)
+        _after_commit(session)
     return len(rows)
+
+
+def _of_grading(audit_event: dict[str, Any]) -> bool:
+    """Whether ``audit_event`` is a grading's (its payload describes the grading)."""
+    return bool(audit_event["event"].startswith("grading."))
 
 
 def _active_endpoints(

@@ -250,7 +250,8 @@ async def test_a_webhook_subscriber_hears_the_human_verdict_a_promote_carried(
     """A human failed a grading and a promote carried the fail onto the new current
     grading: its only delivery was the ``grading.completed`` written before the carry
     (the judge's pass), so a CI hook took the attempt for a pass. The carry is the new
-    grading's ``grading.overridden``, with the verdict in force."""
+    grading's ``grading.overridden``, and every delivery of the grading tells the verdict
+    in force (the judge's stays in ``judge_passed``)."""
     store = Store(engine, key=service_key)
     subscribe_outbox(store.db)
     events = ["grading.completed", "grading.overridden"]
@@ -272,15 +273,20 @@ async def test_a_webhook_subscriber_hears_the_human_verdict_a_promote_carried(
     [item] = await store.queue.claim_pending("w", limit=5, lease_seconds=60)
     assert await store.queue.complete(item.grading_id, "w", graded_result(ALL))
     deliveries = await WebhookQueries(store.db).deliveries(endpoint.id)
-    told = [
-        (p["type"], p["data"]["passed"], p["data"]["overridden"], p["data"].get("carried_from"))
+    payloads = [
+        p
         for p in (d.delivery.payload for d in reversed(deliveries))  # oldest first
         if p["data"]["grading_id"] == item.grading_id
     ]
+    told = [
+        (p["type"], p["data"]["passed"], p["data"]["overridden"], p["data"].get("carried_from"))
+        for p in payloads
+    ]
     assert told == [
-        ("grading.completed", True, False, None),
+        ("grading.completed", False, True, None),
         ("grading.overridden", False, True, old),
     ]
+    assert [p["data"]["judge_passed"] for p in payloads] == [True, True]
 
 
 async def _graded(store: Store, yes: list[str]) -> str:

@@ -199,6 +199,48 @@ async def test_a_stop_lets_the_send_in_flight_finish_and_starts_no_other(
         assert due.id == deliveries["j2"].delivery.id
 
 
+async def test_a_stop_while_a_send_is_recorded_gives_the_next_delivery_back_unsent(
+    store: Store, database_url: str, webhooks: WebhookQueries, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A stop that comes while a send's outcome is being recorded (a busy database makes
+    the record wait its turn) starts no further send: the endpoint's next delivery, leased
+    with that record, is given back unsent, its attempt not counted, and due at once."""
+    record = WebhookQueries.record_attempt
+    recording = asyncio.Event()
+
+    async def slow_record(self: WebhookQueries, *args: Any, **kwargs: Any) -> Any:
+        recording.set()
+        await asyncio.sleep(0.4)  # the writer's turn comes a moment later
+        return await record(self, *args, **kwargs)
+
+    monkeypatch.setattr(WebhookQueries, "record_attempt", slow_record)
+    settings = Settings(
+        database_url=database_url, webhook_allow_hosts="127.0.0.1", poll_seconds=0.05
+    )
+    with receiving() as receiver:
+        endpoint = await webhooks.create_endpoint(
+            url=receiver.url, events=["regrade.finished"], description="", actor="t"
+        )
+        await _two_finished_regrade_jobs(store)
+        delivery = WebhookDelivery(store, settings)
+        delivery.start()
+        await asyncio.wait_for(recording.wait(), timeout=10)  # j1 sent, being recorded
+        assert receiver.requests == 1
+        await delivery.stop()
+        assert receiver.requests == 1, "the stopping server sent j2 after the stop"
+        deliveries = await _deliveries(store, endpoint.id)
+    assert deliveries["j1"].delivery.state == "delivered"
+    j2 = deliveries["j2"].delivery
+    assert (j2.state, j2.attempts, j2.leased_until, j2.first_attempt_at) == (
+        "pending",
+        0,
+        None,
+        None,
+    )
+    [due] = await webhooks.claim_due(lease_seconds=13)
+    assert due.id == j2.id and due.attempts == 1
+
+
 async def test_an_event_committed_while_its_endpoints_lane_winds_down_is_sent_at_once(
     store: Store, database_url: str, webhooks: WebhookQueries, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -6,6 +6,7 @@ import asyncio
 import base64
 import json
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -18,14 +19,22 @@ from api.regrade.selection import RegradeFilter
 from api.webhooks.outbox import on_committed
 from api.webhooks.outbox import subscribe as subscribe_outbox
 from api.webhooks.queries import WebhookQueries
+from judge.rubric import DEFAULT_RUBRIC_DIR, Rubric, load_rubric_dir
 from storage import Store
 from storage.canonical import utcnow
 from storage.cursors import CursorCodec
 from storage.keys import ServiceKey
+from storage.models import FinishedGrading
 from storage.review_tables import OverrideRecord
 from storage.tables import AuditRecord, row_values
 from storage.webhooks.tables import WebhookDeliveryRecord, WebhookEndpointRecord
-from tests.storage.helpers import graded_result, override, sregym_rubric, submit
+from tests.storage.helpers import (
+    graded_result,
+    new_submission,
+    override,
+    sregym_rubric,
+    submit,
+)
 from tests.support.keys import session_key
 from tests.support.network import hook_network
 from tests.support.submissions import DIAGNOSIS, IDS, TRUTH
@@ -699,3 +708,68 @@ async def test_a_carried_override_is_announced_with_the_ids_of_its_copies(
         if d.delivery.payload["data"]["grading_id"] == item.grading_id
     ]
     assert [(a["override_ids"], a["carried_from"]) for a in announced] == [(copies, old)], announced
+
+
+_SHIPPED_Q1 = "name the component where the fault originates?"
+_REWORDED_Q1 = "name the Kubernetes object the fault was injected into?"
+
+
+def _reworded_rubric(folder: Path) -> Rubric:
+    """The shipped rubric with D1-Q1 worded otherwise: another version of it."""
+    shipped = (DEFAULT_RUBRIC_DIR / "sregym-rca.yaml").read_text()
+    assert _SHIPPED_Q1 in shipped
+    (folder / "sregym-rca.yaml").write_text(
+        shipped.replace("label: v1", "label: v2").replace(_SHIPPED_Q1, _REWORDED_Q1)
+    )
+    rubric = load_rubric_dir(folder)["sregym-rca"]
+    assert rubric.version != sregym_rubric().version
+    return rubric
+
+
+@pytest.mark.parametrize("together", [1, 2], ids=["alone", "in-a-batch"])
+@pytest.mark.parametrize("mode", ["shadow", "promote"])
+async def test_a_regrade_grading_whose_override_could_not_be_carried_is_announced_needing_review(
+    store: Store, webhooks: WebhookQueries, tmp_path: Path, mode: str, together: int
+) -> None:
+    """A regrade whose rubric words an overridden question otherwise cannot carry the
+    human's answer: its new grading is announced with ``needs_review`` true, as it is
+    committed (``override_outdated``), whether its verdict is stored alone or in a batch
+    with others."""
+    reworded = _reworded_rubric(tmp_path)
+    endpoint = await webhooks.create_endpoint(
+        url="http://127.0.0.1:9/hook",
+        events=["grading.completed", "grading.overridden"],
+        description="",
+        actor="t",
+    )
+    for run in range(together):
+        old = (await submit(store, new_submission(run_id=f"run-{run}"))).grading.id
+        [claim] = await store.queue.claim_pending("seed", limit=1, lease_seconds=60)
+        assert await store.queue.complete(claim.grading_id, "seed", graded_result(IDS))
+        view = await store.gradings.get(old)
+        assert view is not None
+        await override(
+            store, old, rubric=sregym_rubric(), expected_revision=view.grading.revision,
+            kind="answer", question_id="D1-Q1", answer=False, reason="the service is not named",
+            author_id="h1", author_name="Hana",
+        )  # fmt: skip
+    target = RegradeTarget(reworded, "openai:new@http://127.0.0.1:9/v1", "openai", "new", mode)
+    await RegradeJobQueries(store.db).create_job(RegradeFilter(), target, actor="admin")
+    items = await store.queue.claim_pending("w", limit=5, lease_seconds=60)
+    assert len(items) == together
+    result = graded_result(IDS).model_copy(update={"rubric_version": reworded.version})
+    finished = [FinishedGrading(item.grading_id, "w", result) for item in items]
+    assert await store.queue.complete_many(finished) == [True] * together
+
+    deliveries = list(reversed(await webhooks.deliveries(endpoint.id)))  # oldest first
+    for item in items:
+        stored = await store.gradings.get(item.grading_id)
+        assert stored is not None
+        assert stored.grading.needs_review is True
+        assert "override_outdated" in stored.grading.review_reasons
+        heard = [
+            (d.delivery.payload["type"], d.delivery.payload["data"]["needs_review"])
+            for d in deliveries
+            if d.delivery.payload["data"]["grading_id"] == item.grading_id
+        ]
+        assert heard == [("grading.completed", True)], heard
