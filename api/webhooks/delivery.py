@@ -10,9 +10,9 @@ Standard Webhooks asks (``webhook-id``, ``webhook-timestamp``, ``webhook-signatu
 with the ``standardwebhooks`` library), and bounded as a whole by the timeout. Its
 outcome is recorded with the lease of the endpoint's next delivery. A lane ends at a
 failure or when nothing is due; lanes never wait for each other, so a slow or failing
-receiver delays only its own deliveries. A lane that holds a delivery it has not sent
-when the process stops (a stop that came while the last send was recorded) gives its
-lease back unsent: due at once for whoever runs next, its attempt not counted.
+receiver delays only its own deliveries. A delivery leased but not sent when the process
+stops (a stop that came while the dispatcher leased it, or while a lane recorded its last
+send) is given back unsent: due at once for whoever runs next, its attempt not counted.
 
 A failed send is retried with exponential backoff (``SRE_JUDGE_WEBHOOK_RETRY_SECONDS``,
 doubling, at most an hour apart) until it has failed for
@@ -31,12 +31,13 @@ to the hour.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import random
 import ssl
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -114,26 +115,27 @@ def circuit_open_until(failures: int, now: datetime, settings: Settings) -> date
     return now + timedelta(seconds=_backoff(settings, failures - threshold + 1))
 
 
-def _give_back(session: Session, claimed: Claimed, now: datetime) -> None:
-    """Undo the lease of ``claimed``, not sent: due again from ``now``, its attempt not
-    counted (nor, for the first of its series, its give-up clock started). Fenced by the
-    lease: nothing changes once it ran out and another holder took the delivery."""
-    values: dict[str, Any] = {
-        "leased_until": None,
-        "next_attempt_at": now,
-        "attempts": col(WebhookDeliveryRecord.attempts) - 1,
-    }
-    if claimed.attempts == 1:
-        values["first_attempt_at"] = None
-    session.execute(
-        update(WebhookDeliveryRecord)
-        .where(
-            col(WebhookDeliveryRecord.seq) == claimed.seq,
-            col(WebhookDeliveryRecord.leased_until) == claimed.leased_until,
+def _give_back(session: Session, claimed: Sequence[Claimed], now: datetime) -> None:
+    """Undo the leases of ``claimed``, not sent: each due again from ``now``, its attempt
+    not counted (nor, for the first of its series, its give-up clock started). Fenced by
+    the lease: nothing changes once it ran out and another holder took the delivery."""
+    for one in claimed:
+        values: dict[str, Any] = {
+            "leased_until": None,
+            "next_attempt_at": now,
+            "attempts": col(WebhookDeliveryRecord.attempts) - 1,
+        }
+        if one.attempts == 1:
+            values["first_attempt_at"] = None
+        session.execute(
+            update(WebhookDeliveryRecord)
+            .where(
+                col(WebhookDeliveryRecord.seq) == one.seq,
+                col(WebhookDeliveryRecord.leased_until) == one.leased_until,
+            )
+            .values(values)
+            .execution_options(synchronize_session=False)
         )
-        .values(values)
-        .execution_options(synchronize_session=False)
-    )
 
 
 class WebhookDelivery:
@@ -224,9 +226,21 @@ class WebhookDelivery:
     async def _dispatch(self, *, look: bool = True) -> list[asyncio.Task[None]]:
         """Start a lane for each endpoint with a due delivery and no lane here yet
         (``look``: see :meth:`WebhookQueries.claim_due`)."""
-        claimed = await self._queries.claim_due(
-            lease_seconds=self._lease_seconds, skip=frozenset(self._lanes), look=look
+        claim = asyncio.ensure_future(
+            self._queries.claim_due(
+                lease_seconds=self._lease_seconds, skip=frozenset(self._lanes), look=look
+            )
         )
+        try:
+            claimed = await asyncio.shield(claim)
+        except asyncio.CancelledError:  # stopped while the lease committed: none is sent
+            with contextlib.suppress(Exception):
+                if leased := await claim:
+                    await self._store.db.run(_give_back, leased, self._store.db.clock())
+            raise
+        if self._stopping and claimed:
+            await self._store.db.run(_give_back, claimed, self._store.db.clock())
+            return []
         started = []
         for first in claimed:
             lane = asyncio.create_task(self._lane(first), name=f"webhook-lane-{first.endpoint_id}")
@@ -266,7 +280,7 @@ class WebhookDelivery:
             while claimed is not None:
                 try:
                     if self._stopping:  # leased before the stop was seen: no new send
-                        await self._store.db.run(_give_back, claimed, self._store.db.clock())
+                        await self._store.db.run(_give_back, [claimed], self._store.db.clock())
                         return
                     claimed = await self._deliver(http, claimed)
                 except asyncio.CancelledError:

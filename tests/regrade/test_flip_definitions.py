@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import csv
+import io
+
 import pytest
 
 from api.regrade.flip_reads import FlipItem, GradingSide
@@ -147,3 +150,30 @@ def test_a_near_perfect_agreement_has_a_kappa_interval_within_kappas_range() -> 
     interval = agreement(pairs).kappa_interval
     assert interval is not None
     assert (figures["ci_low"], figures["ci_high"]) == (round(interval.low, 4), interval.high)
+
+
+def _pair(old: GradingSide, new: GradingSide, human_verdict: bool | None) -> FlipItem:
+    return FlipItem(
+        submission_id="s1", agent="a", model="m", scenario_id="hotel/port",
+        old=old, new=new, human_verdict=human_verdict,
+    )  # fmt: skip
+
+
+# the judge could not score it; an adjudicator passed it by a verdict override
+_UNSCORED_HUMAN_PASS = GradingSide(
+    id="g-old", status="unscored", passed=True, judge_passed=None, yes_count=None
+)
+# a rule pass of a diagnosis flagged for injection: held for a human, no verdict in force
+_HELD_PASS = GradingSide(id="g-new", status="graded", passed=None, judge_passed=True, yes_count=8)
+
+
+def test_a_human_decided_unscored_grading_beside_a_held_pass_is_listed_as_held() -> None:
+    """A grading the judge could not score and a human passed has a verdict; beside a
+    held pass it is listed apart as ``held`` (flip ``held`` in the CSV), not counted
+    among those no human decided."""
+    item = _pair(_UNSCORED_HUMAN_PASS, _HELD_PASS, human_verdict=True)
+    report = flip_report({"id": "job"}, [item])
+    assert report["held"]["count"] == 1, report["not_compared"]
+    assert report["not_compared"] == {}
+    [row] = list(csv.DictReader(io.StringIO(flips_csv([item]))))
+    assert row["flip"] == "held", row

@@ -4,6 +4,8 @@ over all its deliveries."""
 from __future__ import annotations
 
 import asyncio
+import threading
+import time
 from datetime import timedelta
 from typing import Any
 
@@ -401,3 +403,47 @@ async def test_an_inactive_endpoint_gets_none_of_its_pending_deliveries(
         assert listed.active is False
         await WebhookDelivery(store, settings).deliver_due()
         assert receiver.requests == 0, "an inactive endpoint was sent a delivery"
+
+
+async def test_a_stop_while_the_dispatcher_leases_gives_the_delivery_back_unsent(
+    store: Store, database_url: str, webhooks: WebhookQueries, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A stop that comes while the dispatcher's lease commits gives that delivery back
+    unsent: due at once for whoever runs next, its attempt not counted."""
+    lease = WebhookQueries._lease
+    leasing = threading.Event()
+
+    def slow_lease(self: WebhookQueries, *args: Any, **kwargs: Any) -> Any:
+        leasing.set()
+        time.sleep(0.4)  # a busy database: the lease commits a moment later
+        return lease(self, *args, **kwargs)
+
+    monkeypatch.setattr(WebhookQueries, "_lease", slow_lease)
+    settings = Settings(
+        database_url=database_url, webhook_allow_hosts="127.0.0.1", poll_seconds=0.05
+    )
+    with receiving() as receiver:
+        endpoint = await webhooks.create_endpoint(
+            url=receiver.url, events=["regrade.finished"], description="", actor="t"
+        )
+        _finished(store, "j1")
+        delivery = WebhookDelivery(store, settings)
+        delivery.start()
+        for _ in range(500):
+            if leasing.is_set():
+                break
+            await asyncio.sleep(0.01)
+        assert leasing.is_set()
+        await delivery.stop()  # the lease commits while the stop waits for the dispatcher
+        assert receiver.requests == 0
+        monkeypatch.setattr(WebhookQueries, "_lease", lease)
+        [view] = await webhooks.deliveries(endpoint.id)
+    j1 = view.delivery
+    assert (j1.state, j1.attempts, j1.leased_until, j1.first_attempt_at) == (
+        "pending",
+        0,
+        None,
+        None,
+    )
+    [due] = await webhooks.claim_due(lease_seconds=13)  # due at once for whoever runs next
+    assert due.id == j1.id and due.attempts == 1
