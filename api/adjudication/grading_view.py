@@ -65,13 +65,16 @@ class GroundTruthView:
 
 def verdict_label(grading: GradingRead) -> str:
     """The effective verdict: PASS, FAIL, HELD (a flagged pass waiting for a human),
-    UNSCORED or PENDING. A verdict override decides an unscored grading too, so a
-    verdict in force reads as one whatever the judge's status."""
+    UNSCORED or PENDING (CANCELLED for an item of a cancelled regrade job). A verdict
+    override decides an unscored grading too, so a verdict in force reads as one whatever
+    the judge's status; one with no verdict reads UNSCORED unless it is pending or
+    cancelled, a graded one too (stored by earlier imports: never "GRADED", a status
+    that says nothing of a verdict)."""
     if grading.held:
         return "HELD"
     if grading.passed is not None:
         return "PASS" if grading.passed else "FAIL"
-    return grading.status.upper()
+    return grading.status.upper() if grading.status in ("pending", "cancelled") else "UNSCORED"
 
 
 def quote_state(answer: AnswerPublic, *, requires_quote: bool | None) -> QuoteState | None:

@@ -3,16 +3,19 @@
 SREGym's verdict becomes a grading by the external judge ``sregym``: status graded,
 its checklist as answers, its success and composite as they were, current; unscored,
 with its reason, where the checklist is unreadable, is SREGym's default for a judge
-reply it could not parse (nine "No" that are no verdict), or is the empty one beside a
+reply it could not parse (nine "No" that are no verdict), is the empty one beside a
 verdict alone that the client's SREGym drop-in writes for a token shown verdicts only
 (``sregym_verdict_only``: no answers to grade by, and a graded grading here always has
-them; SREGym's success stays in the submission's ``metadata.sregym``). Either carries the review
-reasons the screening of its diagnosis found (``credential_leaked``,
-``injection_suspected``), as a grading of a submitted diagnosis does, and is in the
-review queue for them; they hold no pass: SREGym's success stands. Attempts that
-never produced a diagnosis (no submission, failed deploy, timeout) get no grading at
-all, so they are never graded as wrong diagnoses and never count in pass rates; their
-outcome is in the submission's metadata.
+them; SREGym's success stays in the submission's ``metadata.sregym``), or leaves
+questions out beside no ``Diagnosis.success`` (``sregym_checklist_incomplete``: no
+verdict of SREGym's to keep, and the rule needs every answer; its checklist stays in
+the submission's ``metadata.sregym``), so a graded one always has a verdict and an
+unscored one is in the review queue. Either carries the review reasons the screening of
+its diagnosis found (``credential_leaked``, ``injection_suspected``), as a grading of a
+submitted diagnosis does, and is in the review queue for them; they hold no pass:
+SREGym's success stands. Attempts that never produced a diagnosis (no submission,
+failed deploy, timeout) get no grading at all, so they are never graded as wrong
+diagnoses and never count in pass rates; their outcome is in the submission's metadata.
 """
 
 from __future__ import annotations
@@ -168,6 +171,16 @@ def _answers(grading_id: str, attempt: SregymAttempt) -> list[AnswerRecord]:
     ]
 
 
+def _left_out(rubric: Rubric, said: Mapping[str, bool]) -> str:
+    """Why a checklist that leaves questions out, beside no ``Diagnosis.success``, gives
+    no verdict: the questions it leaves out."""
+    missing = [q.id for q in rubric.questions if q.id not in said]
+    return (
+        f"Diagnosis.checklist leaves out {', '.join(missing)} and the row has no "
+        "Diagnosis.success: the rule needs an answer to every question"
+    )
+
+
 def sregym_grading(
     attempt: SregymAttempt,
     submission_id: str,
@@ -216,6 +229,10 @@ def sregym_grading(
         return grading, []
     said = {a.question_id: a.answer for a in attempt.answers}
     figures = imported_figures(rubric, said, success=attempt.success, composite=attempt.composite)
+    if figures.passed is None:  # a partial checklist and no success: no verdict to store
+        grading.status, grading.unscored_reason = "unscored", "sregym_checklist_incomplete"
+        grading.detail = _left_out(rubric, said)
+        return grading, []
     grading.status = "graded"
     grading.yes_count = figures.yes_count
     grading.composite = figures.composite

@@ -6,7 +6,9 @@ list of dicts) appear as Python reprs, read back with ``ast.literal_eval``. We w
 the same: ``{'D1': {'name': 'Fault localization', 'score': 1.0}, ...}`` and
 ``[{'id': 'D1-Q1', 'answer': 'Yes', 'evidence': '...', 'confidence': 'High'}, ...]``.
 A grading with no verdict (unscored or pending) gets empty success, judgment, score
-and dimensions and an empty checklist, as SREGym writes for a judge that gave none;
+and dimensions and an empty checklist, as SREGym writes for a judge that gave none (a
+graded one without a verdict, stored by earlier versions, empty success and judgment
+and ``no verdict`` in ``Diagnosis.reasoning``, never a fail);
 an unscored one a human's verdict override decided gets that verdict, and its
 ``Diagnosis.reasoning`` says a human decided it.
 A held pass (injection markers, no human verdict yet) is written as not passed, with
@@ -108,6 +110,8 @@ def _reasoning(status: str, item: ExportedGrading, dimensions: dict[str, Any]) -
     if g.held:
         why = hold_explanation(g.review_reasons or [])
         return f"{g.yes_count} yes; {scores}; {HELD_REASONING}: {why}; not passed"
+    if g.passed is None:  # graded without a verdict: the row's success is empty too
+        return f"{g.yes_count} yes; {scores}; no verdict"
     verdict = "pass" if g.passed else "fail"
     overridden = " after human overrides" if g.overridden else ""
     return f"{g.yes_count} yes; {scores}; {verdict}{overridden}"

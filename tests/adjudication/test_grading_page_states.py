@@ -4,9 +4,15 @@ that state, and says what the grading object says of it."""
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
 from typing import Any
 
+import pytest
+from sqlalchemy.engine import Engine
+
 from judge.backends.scripted import ScriptedBackend
+from tests.imports.partial import import_partial_checklist
 from tests.support.app_client import AppClient
 from tests.support.judge_server import sregym_reply
 from tests.support.regrades import promote_regrade
@@ -169,3 +175,23 @@ async def test_the_verdict_card_names_why_a_grading_is_unscored(
         page = (await c.get(f"/gradings/{grading_id}")).text
     verdict_card = page.split('id="verdict"', 1)[1].split("</section>", 1)[0]
     assert "unparseable_reply" in verdict_card
+
+
+@pytest.mark.parametrize("as_graded", [False, True], ids=["unscored", "graded_earlier"])
+async def test_a_grading_without_verdict_shows_unscored_never_its_status(
+    api_client: Any, tokens: Any, engine: Engine, tmp_path: Path, as_graded: bool
+) -> None:
+    """An imported SREGym attempt with no verdict (a checklist that leaves questions out
+    and no ``Diagnosis.success``) shows the effective verdict UNSCORED on its page and in
+    the gradings list, also where earlier versions stored it graded: never "GRADED"."""
+    await import_partial_checklist(engine, tmp_path, as_graded_earlier=as_graded)
+    ada = await tokens("adjudicator", "Ada")
+    async with api_client(start_workers=False) as c:
+        [grading] = (await c.get("/v1/gradings", headers=ada)).json()["items"]
+        assert grading["passed"] is None and grading["held"] is False
+        await sign_in(c, ada)
+        page = (await c.get(f"/gradings/{grading['id']}")).text
+        listed = (await c.get("/gradings")).text
+    shown = re.search(r'data-testid="effective-verdict">([^<]*)<', page)
+    assert shown is not None and shown.group(1) == "UNSCORED", page[-400:]
+    assert "GRADED" not in listed

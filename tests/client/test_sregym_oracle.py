@@ -153,6 +153,29 @@ def test_no_score_is_sregyms_error_shape_never_nine_silent_no(status: str) -> No
     assert status in result["reasoning"] and result["reasoning"].startswith("Error: ")
 
 
+def test_a_graded_verdict_without_a_composite_keeps_its_verdict() -> None:
+    """A graded pass with no composite (SREGym's success kept beside a checklist that
+    leaves questions out) is SREGym's dictionary with that verdict, ``accuracy`` and
+    ``composite_score`` None and the answers it has, never the error shape."""
+    partial = _grading().model_dump(mode="json")
+    partial.update(answers=partial["answers"][:6], composite=None, yes_count=6, decisive=None)
+    result = oracle_result(Grading.model_validate(partial))
+    assert set(result) == KEYS, result
+    assert (result["judgment"], result["success"]) == ("True", True), result
+    assert (result["accuracy"], result["composite_score"]) == (None, None)
+    assert [c["id"] for c in result["checklist"]] == IDS[:6]
+    assert result["reasoning"].startswith("Verdict: True (no composite).")
+
+
+def test_a_graded_grading_without_a_verdict_is_the_error_shape_never_a_fail() -> None:
+    """A graded grading without a verdict (as earlier imports stored a partial checklist
+    with no success) is SREGym's error shape saying so, never a judgment of "False"."""
+    result = oracle_result(_grading(passed=None, judge_passed=None, composite=None))
+    assert set(result) == ERROR_KEYS | JUDGED_AGAINST
+    assert result["judgment"] == "Error" and result["success"] is False
+    assert result["error"] == "sre-judge grading g1 is graded without a verdict"
+
+
 def test_an_unreachable_server_is_an_error_result() -> None:
     oracle = LLMAsAJudgeOracle(
         Problem("p"), TRUTH, client=Client("http://127.0.0.1:9", "t", retries=1)

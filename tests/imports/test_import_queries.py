@@ -22,6 +22,7 @@ from api.imports.sregym import SregymAttempt, read_sregym_folder
 from storage import AuditRecord, GradingRecord, ScenarioRecord, Store, SubmissionRecord
 from storage.engine import session_factory
 from storage.scenarios import ScenarioSpec
+from tests.imports.partial import import_partial_checklist
 from tests.storage.helpers import JUDGE_SPEC, sregym_rubric
 from tests.support.lock_waits import race_at_audit
 from tests.support.sregym_results import PROBLEMS, write_sregym_attempt, write_sregym_results
@@ -178,6 +179,31 @@ async def test_an_imported_sregym_verdict_carries_the_review_reasons_of_its_scre
     assert "hunter2Sup3rS3cret" not in grading["detail"]
     assert grading["passed"] is True and grading["held"] is False
     assert [item["grading"]["id"] for item in queue] == [grading["id"]]
+
+
+async def test_a_checklist_leaving_questions_out_without_success_is_unscored_for_review(
+    engine: Engine, api_client: Any, tokens: Any, tmp_path: Path
+) -> None:
+    """An SREGym attempt whose checklist leaves questions out, with no
+    ``Diagnosis.success``, has no verdict to keep and none the rule can give: it is
+    imported unscored as ``sregym_checklist_incomplete``, its ``detail`` naming the
+    questions left out, with no answers stored (SREGym's checklist stays in its
+    submission's metadata), and it is in the review queue for a human's verdict."""
+    await import_partial_checklist(engine, tmp_path, success=None)
+    ada = await tokens("adjudicator", "Ada")
+    async with api_client() as client:
+        [grading] = (await client.get("/v1/gradings", headers=ada)).json()["items"]
+        queue = (await client.get("/v1/review-queue", headers=ada)).json()["items"]
+    assert (grading["status"], grading["unscored_reason"]) == (
+        "unscored",
+        "sregym_checklist_incomplete",
+    ), grading
+    assert grading["passed"] is None and grading["answers"] == []
+    assert "leaves out D3-Q1, D3-Q2, D3-Q3" in grading["detail"], grading["detail"]
+    assert [item["grading"]["id"] for item in queue] == [grading["id"]]
+    with session_factory(engine)() as session:
+        [submission] = session.execute(select(SubmissionRecord)).scalars().all()
+        assert "D2-Q3" in submission.metadata_["sregym"]["checklist_text"]
 
 
 RUN = "2025-06-01_12-00-00"

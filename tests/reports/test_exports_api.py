@@ -9,6 +9,7 @@ import csv
 import hashlib
 import io
 import json
+import re
 import tarfile
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -25,6 +26,7 @@ from api.service.settings import Settings
 from judge.rubric import DEFAULT_RUBRIC_DIR
 from storage import Store
 from tests.imports.jobs import finished, tar_gz
+from tests.imports.partial import import_partial_checklist
 from tests.support.exports import fail_exports_after
 from tests.support.gradings import add_many
 from tests.support.keys import session_key
@@ -322,6 +324,29 @@ async def test_a_human_verdict_on_an_unscored_import_is_named_in_the_sregym_reas
         reasoning = row["Diagnosis.reasoning"]
         assert reasoning.startswith("unscored: sregym_judge_parse_failure"), reasoning
         assert reasoning.endswith("; pass by human verdict override"), reasoning
+
+
+@pytest.mark.parametrize("as_graded", [False, True], ids=["unscored", "graded_earlier"])
+async def test_an_sregym_attempt_without_verdict_exports_neither_pass_nor_fail(
+    api_client: Any, tokens: Any, engine: Engine, tmp_path: Path, as_graded: bool
+) -> None:
+    """An imported SREGym attempt with no verdict (a checklist that leaves questions out
+    and no ``Diagnosis.success``; unscored, or graded without a verdict as earlier
+    versions stored it) exports with empty ``Diagnosis.success`` and ``judgment``, and
+    its ``Diagnosis.reasoning`` says neither pass nor fail but why there is none."""
+    await import_partial_checklist(engine, tmp_path, as_graded_earlier=as_graded)
+    admin = await tokens("admin")
+    async with api_client(start_workers=False) as client:
+        export = await client.get(EXPORTS, params={"format": "sregym"}, headers=admin)
+    assert export.status_code == 200, export.text
+    [row] = list(csv.DictReader(io.StringIO(export.text)))
+    assert (row["Diagnosis.success"], row["Diagnosis.judgment"]) == ("", "")
+    reasoning = row["Diagnosis.reasoning"]
+    assert not re.search(r"\b(pass|fail)\b", reasoning), reasoning
+    if as_graded:
+        assert reasoning == "5 yes; D1 1.00, D2 0.67; no verdict", reasoning
+    else:
+        assert reasoning.startswith("unscored: sregym_checklist_incomplete (Diagnosis"), reasoning
 
 
 #: two problems of SREGym's driver and their ground truths

@@ -63,9 +63,12 @@ def _error(reason: str) -> dict[str, Any]:
     }
 
 
-def _reasoning(verdict: str, composite: float, grading: Grading, checklist: list[Any]) -> str:
+def _reasoning(
+    verdict: str, composite: float | None, grading: Grading, checklist: list[Any]
+) -> str:
     scores = [(d, round(d.yes / d.total, 2) if d.total else 0.0) for d in grading.dimensions]
-    parts = [f"Verdict: {verdict} (composite={composite:.2f})."]
+    figure = "no composite" if composite is None else f"composite={composite:.2f}"
+    parts = [f"Verdict: {verdict} ({figure})."]
     parts.append(" | ".join(f"{d.id} {d.name}: {s:.2f}" for d, s in scores) + ".")
     if scores:
         weakest, score = min(scores, key=lambda pair: pair[1])
@@ -138,14 +141,21 @@ def oracle_result(grading: Grading) -> dict[str, Any]:
     error shape. A verdict without answers (a submitter token under the server's
     ``SRE_JUDGE_SUBMITTER_VIEW=verdict``): ``judgment`` and ``success`` as above,
     ``accuracy`` and ``composite_score`` None, ``dimensions`` and ``checklist`` empty.
+    A verdict without a composite (SREGym's success kept beside a checklist that leaves
+    questions out): ``judgment`` and ``success`` as above, ``accuracy`` and
+    ``composite_score`` None, the answers it has. A graded one without a verdict (stored
+    by earlier imports): the error shape, never a fail.
     """
     if grading.status == "graded" and grading.view == "verdict":
         return _verdict_only(grading)
-    if grading.status != "graded" or grading.composite is None:
+    if grading.status != "graded":
         reason = grading.unscored_reason or grading.pending_reason or grading.status
         error = _error(f"sre-judge grading {grading.id} is {grading.status} ({reason})")
         return {**error, **_judged_against(grading)}
-    composite = round(grading.composite, 2)
+    if grading.passed is None and not grading.held:
+        error = _error(f"sre-judge grading {grading.id} is graded without a verdict")
+        return {**error, **_judged_against(grading)}
+    composite = None if grading.composite is None else round(grading.composite, 2)
     success = grading.passed is True
     checklist = [
         {
@@ -166,7 +176,7 @@ def oracle_result(grading: Grading) -> dict[str, Any]:
         "judgment": "True" if success else "False",
         "reasoning": reasoning,
         "success": success,
-        "accuracy": round(composite * 100.0, 2),
+        "accuracy": None if composite is None else round(composite * 100.0, 2),
         "composite_score": composite,
         "dimensions": {
             d.id: {"name": d.name, "score": round(d.yes / d.total, 2) if d.total else 0.0}
