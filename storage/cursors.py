@@ -6,6 +6,10 @@ keyed by the service key's ``"cursor"`` purpose. Every process sharing the servi
 reads every other's cursors; a cursor edited, forged, from another list or signed with
 another key is refused with :class:`~storage.errors.InvalidCursor` before anything in
 it is parsed or reaches a query. Clients treat cursors as opaque strings.
+
+No cursor, or an empty one (``?cursor=``, as a form or a script that always sends the
+parameter writes it), asks for a list's first page, on every list: each asks
+:func:`continues` before it decodes a cursor.
 """
 
 from __future__ import annotations
@@ -15,12 +19,12 @@ import binascii
 import hashlib
 import hmac
 import json
-from typing import Any
+from typing import Any, TypeGuard
 
 from storage.errors import InvalidCursor
 from storage.keys import ServiceKey
 
-__all__ = ["CursorCodec"]
+__all__ = ["CursorCodec", "continues"]
 
 #: bytes of the HMAC kept in a cursor: 128 bits, as many as a forger must guess
 _TAG_BYTES = 16
@@ -35,6 +39,12 @@ def _b64(raw: bytes) -> str:
 
 def _unb64(text: str) -> bytes:
     return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+
+
+def continues(cursor: str | None) -> TypeGuard[str]:
+    """Whether a client's ``cursor`` continues a list, to be decoded; none, or an empty
+    one, asks for the first page."""
+    return bool(cursor)
 
 
 class CursorCodec:

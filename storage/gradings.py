@@ -27,7 +27,7 @@ from sqlmodel import col
 from judge.spec import PANEL_PREFIX, panel_spec_pattern
 from storage.audit.state import COVERS
 from storage.canonical import iso_utc
-from storage.cursors import CursorCodec
+from storage.cursors import CursorCodec, continues
 from storage.database import Database
 from storage.errors import InvalidCursor, NotFound
 from storage.models import GradingFilter, GradingView
@@ -377,7 +377,7 @@ class GradingReads:
         )
         if submitted_by is not None:
             query = query.where(col(SubmissionRecord.submitted_by) == submitted_by)
-        if after is not None:
+        if continues(after):
             position = ListPosition.of_cursor(self._cursors, after)
             query = query.where(position.after(current_only=filters.current_only))
         query = query.order_by(*ListPosition.order()).limit(limit + 1)

@@ -20,7 +20,7 @@ from judge.review_reasons import ReviewReason, by_priority, hold_explanation
 from storage.bytewise import bytewise_contains
 from storage.canonical import iso_utc
 from storage.claims import graded_ground_truth
-from storage.cursors import CursorCodec
+from storage.cursors import CursorCodec, continues
 from storage.database import AuditBatch, Database
 from storage.errors import Conflict, InvalidCursor, InvalidReview, NotFound
 from storage.gradings import grading_position, records_by_grading
@@ -227,7 +227,7 @@ class ReviewQueries:
             principal_id,
             filters or QueueFilter(),
         )
-        if after is not None:
+        if continues(after):
             query = query.where(self._behind(after, inclusive=False))
         if starting_at is not None:
             query = query.where(self._behind(starting_at, inclusive=True))
@@ -268,7 +268,7 @@ class ReviewQueries:
         the database in one statement."""
         counted = [func.count(case((_reason_filter(r.value), 1))) for r in ReviewReason]
         query = self._queued(select(func.count(), *counted), principal_id, filters or QueueFilter())
-        if after is not None:
+        if continues(after):
             query = query.where(self._behind(after, inclusive=False))
         total, *each = session.execute(query).one()
         by_reason = {r.value: int(n) for r, n in zip(ReviewReason, each, strict=True)}

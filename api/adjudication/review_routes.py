@@ -121,7 +121,7 @@ async def review_queue(
         scenario_id=scenario_id,
         reason=reason,
         assigned_to_me=assigned == "me",
-        cursor=cursor or None,
+        cursor=cursor,
         limit=limit,
     )
     items = page.items

@@ -14,6 +14,11 @@ naming that header, on every route, file uploads and pages included. The checks 
 ordinary requests: a body is parsed once more here, and its depth is measured only when
 it holds many brackets.
 
+A query is read here as sent (the raw query string), its names and values percent-decoded
+as UTF-8 strictly: one that is not UTF-8 text (``%ff``, ``caf%e9``, the encoding of a lone
+surrogate ``%ED%A0%80``) is refused with 400 naming it, where the routes' parser would
+read U+FFFD in its place and filter on that other value (:func:`query_items`).
+
 A date bound of a filter (``created_after``, ``a.created_before``, ...) is not refused for
 its year: :func:`bound_query_dates` moves it within the years rows are stored in (see
 :func:`api.service.request_types.bounded_date`), which selects the same rows.
@@ -24,7 +29,7 @@ from __future__ import annotations
 import json
 import re
 from typing import Any
-from urllib.parse import quote, unquote_plus
+from urllib.parse import parse_qsl, quote, unquote_plus
 
 from litestar import Request
 
@@ -47,6 +52,7 @@ __all__ = [
     "TEXT_BODIES",
     "bound_query_dates",
     "check_params",
+    "query_items",
     "refuse_unstorable_input",
     "unstorable",
 ]
@@ -107,6 +113,25 @@ def _bounded_part(part: bytes) -> bytes:
     return name + b"=" + quote(bounded_date(when).isoformat()).encode()
 
 
+def query_items(query: bytes) -> list[tuple[str, str]]:
+    """The (name, value) pairs of a raw query string in the order sent, percent-decoded
+    as UTF-8 (``+`` a space, blank values kept); a byte that is not part of UTF-8 text
+    is kept as a lone surrogate (``%ff`` is ``\\udcff``), which no UTF-8 text holds, so
+    :func:`not_utf8` finds it."""
+    pairs = parse_qsl(query.decode("latin-1"), keep_blank_values=True, encoding="latin-1")
+    return [(_utf8(name), _utf8(value)) for name, value in pairs]
+
+
+def _utf8(text: str) -> str:
+    return text.encode("latin-1").decode("utf-8", "surrogateescape")
+
+
+def not_utf8(text: str) -> bool:
+    """Whether a name or value of :func:`query_items` was sent as bytes that are not
+    UTF-8 text (each such byte read as a lone surrogate)."""
+    return any("\udc80" <= ch <= "\udcff" for ch in text)
+
+
 def bound_query_dates(query: bytes) -> bytes:
     """``query`` with each date bound of a filter written in full as UTC, within the
     stored years (other parameters byte for byte as sent)."""
@@ -144,19 +169,22 @@ def _check_content_coding(request: Request[Any, Any, Any]) -> None:
 
 def check_params(request: Request[Any, Any, Any]) -> None:
     """422 naming the query or path parameter, or the stored header, that cannot be
-    stored (or a bad date); 415 naming ``Content-Encoding`` for a body in a content
-    coding. Every route's guard runs it, a file upload's and a page's included."""
+    stored (or a bad date); 400 naming a query parameter not sent as UTF-8 text; 415
+    naming ``Content-Encoding`` for a body in a content coding. Every route's guard runs
+    it, a file upload's and a page's included."""
     _check_content_coding(request)
     for header in _STORED_HEADERS:
         problem = unstorable(request.headers.get(header, ""))
         if problem:
             raise _refuse(header, problem)
-    for name, value in request.query_params.multi_items():
-        problem = unstorable(name) or unstorable(str(value))
+    for name, value in query_items(request.scope.get("query_string", b"")):
+        if not_utf8(name) or not_utf8(value):
+            raise _refuse(name, "not valid UTF-8 text", status=400)
+        problem = unstorable(name) or unstorable(value)
         if problem:
             raise _refuse(name, problem)
         if _DATE_PARAM.search(name):
-            _check_date(name, str(value))
+            _check_date(name, value)
     for name, value in request.path_params.items():
         problem = unstorable(str(value))
         if problem:

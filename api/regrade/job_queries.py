@@ -32,7 +32,7 @@ from judge.masking import mask_passwords
 from judge.rubric import Rubric
 from storage.canonical import iso_utc
 from storage.catalog import CatalogRepository
-from storage.cursors import CursorCodec
+from storage.cursors import CursorCodec, continues
 from storage.database import AuditBatch, Database
 from storage.errors import Conflict, NotFound
 from storage.gradings import grading_position
@@ -333,7 +333,7 @@ class RegradeJobQueries:
         holds the last listed job's place, so jobs started between pages never shift,
         repeat or skip a row. A cursor not signed here for this list raises InvalidCursor.
         """
-        before = None if cursor is None else grading_position(self._cursors.decode(cursor))
+        before = grading_position(self._cursors.decode(cursor)) if continues(cursor) else None
 
         def work(session: Session) -> list[JobView]:
             return recent_jobs(session, self._db.clock(), limit=limit + 1, before=before)

@@ -25,6 +25,7 @@ from api.service.services import Services
 from api.web.pages import page
 from api.web.sessions import SignedIn, web_require
 from storage import NotFound
+from storage.cursors import continues
 
 __all__ = [
     "regrade_action",
@@ -66,7 +67,7 @@ async def regrades_page(
         final=FINAL_STATES,
         names=names,
         older_link="/regrades?" + urlencode({"cursor": older}) if older else None,
-        first_page=cursor is None,
+        first_page=not continues(cursor),
     )
 
 

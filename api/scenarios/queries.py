@@ -16,7 +16,7 @@ from sqlalchemy.orm import Session
 from sqlmodel import col
 
 from storage.bytewise import bytewise, bytewise_starts_with
-from storage.cursors import CursorCodec
+from storage.cursors import CursorCodec, continues
 from storage.database import Database
 from storage.errors import InvalidCursor, NotFound
 from storage.scenario_tables import ScenarioVersionRecord
@@ -70,7 +70,7 @@ class ScenarioQueries:
             query = query.where(col(s.created_at) >= filters.created_after)
         if filters.created_before is not None:
             query = query.where(col(s.created_at) < filters.created_before)
-        if after is not None:
+        if continues(after):
             query = query.where(bytewise(col(s.id)) > self._after(after))
         query = query.order_by(bytewise(col(s.id))).limit(limit + 1)
         rows = await self._db.run_read(lambda session: list(session.execute(query).scalars()))

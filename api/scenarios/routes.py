@@ -120,7 +120,7 @@ async def list_scenario_page(
         created_after=created_after,
         created_before=created_before,
     )
-    return await list_scenarios(services, principal, filters, cursor=cursor or None, limit=limit)
+    return await list_scenarios(services, principal, filters, cursor=cursor, limit=limit)
 
 
 @post(

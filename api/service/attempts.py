@@ -25,6 +25,7 @@ from api.service.errors import ServiceError
 from api.service.principal import Principal
 from api.service.services import Services
 from storage.attempts import is_replay_in, lock_attempts, made_at_in, recent_in
+from storage.cursors import continues
 from storage.errors import InvalidCursor
 
 __all__ = [
@@ -131,7 +132,7 @@ async def attempt_report(
     InvalidCursor otherwise). ``limit`` pairs a page, at most and by default
     ``storage.attempts.MAX_PAGE``."""
     reads = services.store.attempts
-    after = None if cursor is None else reads.read_cursor(cursor)
+    after = reads.read_cursor(cursor) if continues(cursor) else None
     if after is not None:
         if since is not None and _aware(since) != after.since:
             raise InvalidCursor("the cursor continues a report of another created_after")

@@ -466,8 +466,8 @@ async def readable_gradings(
     and admins all), newest first, presented, read in one snapshot; and the next cursor."""
     submitted_by = None if principal.at_least("adjudicator") else principal.id
     return await services.store.db.run_read(
-        _readable_page, services, principal, filters, cursor or None, limit, submitted_by
-    )  # an empty cursor is the first page
+        _readable_page, services, principal, filters, cursor, limit, submitted_by
+    )
 
 
 def _readable_page(

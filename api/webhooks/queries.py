@@ -27,7 +27,7 @@ from sqlalchemy.orm import Session, aliased
 from sqlmodel import col
 
 from api.service.settings import mask_passwords
-from storage.cursors import CursorCodec
+from storage.cursors import CursorCodec, continues
 from storage.database import Database
 from storage.errors import Conflict, InvalidCursor, NotFound
 from storage.webhooks.tables import (
@@ -154,7 +154,7 @@ class WebhookQueries:
         before it, so deliveries written between pages never shift, repeat or skip a
         row. A cursor of another endpoint, or not signed here, raises InvalidCursor.
         """
-        before = None if cursor is None else self._before(endpoint_id, cursor)
+        before = self._before(endpoint_id, cursor) if continues(cursor) else None
         limit = max(1, min(limit, MAX_PAGE))
         rows = await self._db.run_read(_deliveries, endpoint_id, state, before, limit + 1)
         more = len(rows) > limit

@@ -1,5 +1,6 @@
 """Pagination cursors over HTTP: opaque, honoured by every server sharing the service key,
-and a 400 naming ``cursor`` when forged, edited or signed by another deployment."""
+a 400 naming ``cursor`` when forged, edited or signed by another deployment, and an
+empty one the first page of every list."""
 
 from __future__ import annotations
 
@@ -79,3 +80,32 @@ async def test_an_edited_cursor_is_a_400_naming_the_parameter(api_client: Any, t
         for edited in (f"{swapped}.{tag}", payload, f"{cursor}x", "not-a-cursor"):
             answer = await client.get(f"/v1/gradings?cursor={edited}", headers=agent)
             _assert_cursor_refused(answer)
+
+
+async def test_an_empty_cursor_is_the_first_page_of_every_list(
+    api_client: Any, tokens: Any
+) -> None:
+    """``?cursor=`` (a form or script that always sends the parameter) answers each
+    paged list's first page, as no cursor does."""
+    admin = await tokens("admin")
+    async with api_client(start_workers=False, webhook_allow_hosts="127.0.0.1") as client:
+        await _submit_three(client, admin)
+        made = await client.post(
+            "/v1/webhooks",
+            json={"url": "http://127.0.0.1:9/hook", "events": ["grading.completed"]},
+            headers=admin,
+        )
+        assert made.status_code == 201, made.text
+        lists = (
+            "/v1/gradings",
+            "/v1/scenarios",
+            "/v1/review-queue",
+            "/v1/stats/attempts",
+            f"/v1/webhooks/{made.json()['id']}/deliveries",
+        )
+        for path in lists:
+            first = await client.get(f"{path}?limit=1", headers=admin)
+            empty = await client.get(f"{path}?limit=1&cursor=", headers=admin)
+            assert first.status_code == 200, (path, first.text)
+            assert empty.status_code == 200, (path, empty.text)
+            assert empty.json()["items"] == first.json()["items"], path

@@ -96,6 +96,29 @@ async def test_unstorable_filters_are_422_naming_the_parameter(
     assert problem["detail"].startswith(f"{name}: ")
 
 
+@pytest.mark.parametrize(
+    ("path", "field"),
+    [
+        ("/v1/gradings?agent=%ff", "agent"),
+        ("/v1/scenarios?set=%ff", "set"),
+        ("/v1/stats/pass-rates?agent=caf%e9", "agent"),
+        ("/v1/gradings?agent=%ED%A0%80", "agent"),  # UTF-8's form of a lone surrogate
+        ("/v1/gradings?agent=a&caf%e9=1", "caf\\udce9"),
+    ],
+)
+async def test_a_query_parameter_that_is_not_utf8_is_400_naming_it(
+    api_client: Any, tokens: Any, path: str, field: str
+) -> None:
+    """A query name or value whose bytes are not UTF-8 text is refused naming it, never
+    read as U+FFFD and filtered on (a name shown escaped, as in a body)."""
+    admin = await tokens("admin")
+    async with api_client(start_workers=False) as client:
+        answer = await client.get(path, headers=admin)
+    assert answer.status_code == 400, answer.text
+    assert answer.headers["content-type"].startswith("application/problem+json")
+    assert [e["field"] for e in answer.json()["errors"]] == [field], answer.text
+
+
 #: the earliest date-time there is, which leaves the calendar once moved to UTC
 FIRST_DATE = "0001-01-01T00:00:00%2B14:00"
 
