@@ -52,6 +52,7 @@ __all__ = [
     "TEXT_BODIES",
     "bound_query_dates",
     "check_params",
+    "percent_encoded",
     "query_items",
     "refuse_unstorable_input",
     "unstorable",
@@ -130,6 +131,19 @@ def not_utf8(text: str) -> bool:
     """Whether a name or value of :func:`query_items` was sent as bytes that are not
     UTF-8 text (each such byte read as a lone surrogate)."""
     return any("\udc80" <= ch <= "\udcff" for ch in text)
+
+
+def percent_encoded(query: bytes) -> bytes:
+    """``query`` with each byte outside ASCII percent-encoded, as a client should have
+    sent it: the routes' parser reads such bytes as Latin-1, so ``café`` sent unencoded
+    as UTF-8 would filter on ``cafÃ©``; encoded, it is read as the text it is (and bytes
+    that are not UTF-8 are refused by :func:`check_params`)."""
+    if query.isascii():
+        return query
+    return _NOT_ASCII.sub(lambda byte: b"%%%02X" % byte[0][0], query)
+
+
+_NOT_ASCII = re.compile(rb"[\x80-\xff]")
 
 
 def bound_query_dates(query: bytes) -> bytes:

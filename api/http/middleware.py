@@ -28,7 +28,7 @@ from litestar.enums import ScopeType
 from litestar.middleware import ASGIMiddleware
 from litestar.types import ASGIApp, HTTPResponseStartEvent, Message, Receive, Scope, Send
 
-from api.http.input_guard import bound_query_dates
+from api.http.input_guard import bound_query_dates, percent_encoded
 from api.service.metrics import Metrics
 from api.service.observability import bind_log_context
 
@@ -81,7 +81,8 @@ class RequestContextMiddleware(ASGIMiddleware):
         """Run the rest of the stack with the request id bound."""
         request_id = request_id_from(scope)
         scope["state"][_ROUTED] = True
-        scope["query_string"] = bound_query_dates(scope.get("query_string", b""))
+        query = percent_encoded(scope.get("query_string", b""))
+        scope["query_string"] = bound_query_dates(query)
         status: int | None = None  # until the answer starts
         started = time.perf_counter()
 

@@ -65,7 +65,8 @@ __all__ = [
 
 ERROR_TEXT: dict[int, str] = {
     400: "Malformed request: the body is not JSON (or nested too deep), a bad cursor, or a "
-    "query parameter the route does not take (`errors` names each)",
+    "query parameter the route does not take, given more than once or not UTF-8 text "
+    "(`errors` names each)",
     401: "No bearer token, or one that is unknown, revoked or expired",
     403: "The token's role (or a deployment setting) does not allow this",
     404: "No such id",

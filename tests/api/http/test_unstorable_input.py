@@ -13,7 +13,7 @@ from sqlalchemy import func, select
 from sqlalchemy.engine import Engine
 
 from storage.imports.tables import ImportJobRecord
-from tests.support.submissions import count_submissions
+from tests.support.submissions import DIAGNOSIS, TRUTH, count_submissions
 
 #: the engine matters here: run on PostgreSQL too under ``--db all``
 pytestmark = pytest.mark.postgres
@@ -117,6 +117,48 @@ async def test_a_query_parameter_that_is_not_utf8_is_400_naming_it(
     assert answer.status_code == 400, answer.text
     assert answer.headers["content-type"].startswith("application/problem+json")
     assert [e["field"] for e in answer.json()["errors"]] == [field], answer.text
+
+
+async def _raw_get(app: Any, path: str, query: bytes, headers: dict[str, str]) -> Any:
+    """GET ``path?query`` straight through the ASGI app, the query's bytes as sent (an
+    HTTP client would percent-encode them first): (status, JSON body)."""
+    scope = {
+        "type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "GET",
+        "scheme": "http", "path": path, "raw_path": path.encode(), "query_string": query,
+        "root_path": "", "client": ("127.0.0.1", 50000), "server": ("testserver", 80),
+        "headers": [(b"host", b"testserver")]
+        + [(k.lower().encode(), v.encode()) for k, v in headers.items()],
+    }  # fmt: skip
+    sent: list[dict[str, Any]] = []
+
+    async def receive() -> dict[str, Any]:
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    await app(scope, receive, send)
+    body = b"".join(m.get("body", b"") for m in sent if m["type"] == "http.response.body")
+    return sent[0]["status"], json.loads(body)
+
+
+async def test_a_query_sent_as_raw_utf8_bytes_is_read_as_that_text(
+    api_client: Any, tokens: Any
+) -> None:
+    """A query whose non-ASCII text is sent as raw UTF-8 bytes, not percent-encoded,
+    filters on that text (never on its bytes read as Latin-1); raw bytes that are not
+    UTF-8 are refused with 400 naming the parameter."""
+    admin = await tokens("admin")
+    async with api_client(judge="scripted:pass") as client:
+        body = {"diagnosis": DIAGNOSIS, "ground_truth": TRUTH, "agent": "café"}
+        made = await client.post("/v1/submissions?wait=10", json=body, headers=admin)
+        assert made.status_code == 201, made.text
+        status, listed = await _raw_get(client.app, "/v1/gradings", b"agent=caf\xc3\xa9", admin)
+        assert status == 200, listed
+        assert [g["submission"]["agent"] for g in listed["items"]] == ["café"]
+        status, refused = await _raw_get(client.app, "/v1/gradings", b"agent=caf\xe9", admin)
+    assert status == 400, refused
+    assert [e["field"] for e in refused["errors"]] == ["agent"]
 
 
 #: the earliest date-time there is, which leaves the calendar once moved to UTC
