@@ -37,14 +37,10 @@ import logging
 import random
 import ssl
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from datetime import datetime, timedelta
-from typing import Any
 
 import httpx
-from sqlalchemy import update
-from sqlalchemy.orm import Session
-from sqlmodel import col
 from standardwebhooks.webhooks import Webhook
 
 from api.service.background import cancel_and_wait
@@ -55,7 +51,6 @@ from api.webhooks.queries import Claimed, WebhookQueries
 from api.webhooks.target import PinnedTransport, allowed_hosts
 from judge.backends.http import parse_retry_after, tls_context
 from storage import Store
-from storage.webhooks.tables import WebhookDeliveryRecord
 
 __all__ = [
     "WebhookDelivery",
@@ -113,29 +108,6 @@ def circuit_open_until(failures: int, now: datetime, settings: Settings) -> date
     if failures < threshold:
         return None
     return now + timedelta(seconds=_backoff(settings, failures - threshold + 1))
-
-
-def _give_back(session: Session, claimed: Sequence[Claimed], now: datetime) -> None:
-    """Undo the leases of ``claimed``, not sent: each due again from ``now``, its attempt
-    not counted (nor, for the first of its series, its give-up clock started). Fenced by
-    the lease: nothing changes once it ran out and another holder took the delivery."""
-    for one in claimed:
-        values: dict[str, Any] = {
-            "leased_until": None,
-            "next_attempt_at": now,
-            "attempts": col(WebhookDeliveryRecord.attempts) - 1,
-        }
-        if one.attempts == 1:
-            values["first_attempt_at"] = None
-        session.execute(
-            update(WebhookDeliveryRecord)
-            .where(
-                col(WebhookDeliveryRecord.seq) == one.seq,
-                col(WebhookDeliveryRecord.leased_until) == one.leased_until,
-            )
-            .values(values)
-            .execution_options(synchronize_session=False)
-        )
 
 
 class WebhookDelivery:
@@ -236,10 +208,10 @@ class WebhookDelivery:
         except asyncio.CancelledError:  # stopped while the lease committed: none is sent
             with contextlib.suppress(Exception):
                 if leased := await claim:
-                    await self._store.db.run(_give_back, leased, self._store.db.clock())
+                    await self._queries.give_back(leased)
             raise
         if self._stopping and claimed:
-            await self._store.db.run(_give_back, claimed, self._store.db.clock())
+            await self._queries.give_back(claimed)
             return []
         started = []
         for first in claimed:
@@ -280,7 +252,7 @@ class WebhookDelivery:
             while claimed is not None:
                 try:
                     if self._stopping:  # leased before the stop was seen: no new send
-                        await self._store.db.run(_give_back, [claimed], self._store.db.clock())
+                        await self._queries.give_back([claimed])
                         return
                     claimed = await self._deliver(http, claimed)
                 except asyncio.CancelledError:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import base64
 import secrets
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -311,6 +312,14 @@ class WebhookQueries:
             claimed.append(_claimed(delivery, endpoint))
         return claimed
 
+    async def give_back(self, claimed: Sequence[Claimed]) -> None:
+        """Undo the leases of ``claimed``, not sent (a stop came before their send): each
+        due again now, its attempt not counted (nor, for the first of its series, its
+        give-up clock started). Fenced by the lease: nothing changes once it ran out and
+        another holder took the delivery."""
+        if claimed:
+            await self._db.run(_give_back, claimed, self._db.clock())
+
     async def record_attempt(
         self,
         claimed: Claimed,
@@ -425,3 +434,26 @@ def _deliveries(
     for attempt in session.execute(tries.order_by(col(WebhookAttemptRecord.id))).scalars():
         by_seq.setdefault(attempt.delivery_seq, []).append(attempt)
     return [DeliveryView(r, by_seq.get(r.seq or 0, [])) for r in rows]
+
+
+def _give_back(session: Session, claimed: Sequence[Claimed], now: datetime) -> None:
+    """Undo the leases of ``claimed``, not sent: each due again from ``now``, its attempt
+    not counted (nor, for the first of its series, its give-up clock started). Fenced by
+    the lease: nothing changes once it ran out and another holder took the delivery."""
+    for one in claimed:
+        values: dict[str, Any] = {
+            "leased_until": None,
+            "next_attempt_at": now,
+            "attempts": col(WebhookDeliveryRecord.attempts) - 1,
+        }
+        if one.attempts == 1:
+            values["first_attempt_at"] = None
+        session.execute(
+            update(WebhookDeliveryRecord)
+            .where(
+                col(WebhookDeliveryRecord.seq) == one.seq,
+                col(WebhookDeliveryRecord.leased_until) == one.leased_until,
+            )
+            .values(values)
+            .execution_options(synchronize_session=False)
+        )
