@@ -12,7 +12,8 @@ human, and ``detail`` says why. A diagnosis that screening flagged
 (``injection_suspected``) is never confirmed by a judge: only an adjudicator releases it;
 nor is one of an agent model of the confirming judge's own family (judges favour their
 family's text).
-Every call of the confirming judge is kept with the grading's judge calls.
+Every call of the confirming judge is kept with the grading's judge calls, also when
+the service fails after it answered (``ConfirmationFailed`` brings them to the failure).
 """
 
 from __future__ import annotations
@@ -31,14 +32,26 @@ from judge.verdict import GradingResult
 if TYPE_CHECKING:
     from api.service.qualification import Qualifications
     from api.service.services import Services
+    from judge.calls import JudgeCall
     from storage.models import Claim
 
-__all__ = ["CONFIRMABLE", "confirmable", "confirmed"]
+__all__ = ["CONFIRMABLE", "ConfirmationFailed", "confirmable", "confirmed"]
 
 #: holds a second judge's clean pass may release: they concern the first judge
 CONFIRMABLE = frozenset(INJECTION_SIGNALS - {ReviewReason.INJECTION_SUSPECTED}) | {
     ReviewReason.JUDGE_NOT_QUALIFIED
 }
+
+
+class ConfirmationFailed(Exception):
+    """An error of the service's own (``error``) in ``confirmed`` after the confirming
+    judge answered: ``calls`` are the grading's judge calls, the confirming judge's
+    among them, for the failed try to store."""
+
+    def __init__(self, error: Exception, calls: tuple[JudgeCall, ...]) -> None:
+        super().__init__(f"confirming a held pass failed: {type(error).__name__}")
+        self.error = error
+        self.calls = calls
 
 
 def _note(result: GradingResult, text: str) -> str:
@@ -73,11 +86,12 @@ async def confirmed(
     result: GradingResult,
 ) -> GradingResult:
     """``result``, its hold released when the confirming judge passes the diagnosis
-    cleanly; unchanged when no confirming judge is set or the hold is not confirmable."""
+    cleanly; unchanged when no confirming judge is set or the hold is not confirmable.
+    An error after the confirming judge answered is raised as ``ConfirmationFailed``,
+    which carries its calls."""
     spec = services.settings.confirm_judge
     if spec is None or rubric is None or not confirmable(spec, result):
         return result
-    held = holding_reasons(result.review_reasons)
     if _same_model(spec, claim.judge_spec):  # a regrade job's judge may be the confirmer's
         note = f"held pass not confirmed: {judge_identity(spec)} is a judge of its own model"
         return result.model_copy(update={"detail": _note(result, note)})
@@ -97,7 +111,25 @@ async def confirmed(
         )
     except (JudgeSpecError, InputError) as exc:
         return result.model_copy(update={"detail": _note(result, f"not confirmed: {exc}")})
-    calls = (*result.calls, *second.calls)
+    asked = result.model_copy(update={"calls": (*result.calls, *second.calls)})
+    try:  # its calls are made: whatever fails from here, they reach the grading's history
+        return await _decided(services, qualifications, spec, rubric, asked, second)
+    except Exception as exc:
+        raise ConfirmationFailed(exc, asked.calls) from exc
+
+
+async def _decided(
+    services: Services,
+    qualifications: Qualifications,
+    spec: str,
+    rubric: Rubric,
+    result: GradingResult,
+    second: GradingResult,
+) -> GradingResult:
+    """``result`` (the confirming judge's calls among its own) as ``second``, the
+    confirming judge's grading by ``spec``, decides: its hold released, or why not in
+    ``detail``."""
+    held = holding_reasons(result.review_reasons)
     why_not = None
     outcome = second.outcome
     if outcome is None:
@@ -112,13 +144,11 @@ async def confirmed(
         why_not = "it has not qualified on a calibration run either"
     if why_not is not None or outcome is None:  # (no outcome has its why_not)
         note = f"held pass not confirmed by {judge_identity(spec)}: {why_not}"
-        return result.model_copy(update={"calls": calls, "detail": _note(result, note)})
+        return result.model_copy(update={"detail": _note(result, note)})
     kept = tuple(r for r in result.review_reasons if r not in CONFIRMABLE)
     note = (
         f"pass confirmed by {judge_identity(spec)} ({outcome.yes_count} yes, "
         "no injection signal); "
         f"it was held for {', '.join(held)}"
     )
-    return result.model_copy(
-        update={"calls": calls, "review_reasons": kept, "detail": _note(result, note)}
-    )
+    return result.model_copy(update={"review_reasons": kept, "detail": _note(result, note)})

@@ -41,7 +41,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
 
 from api.grading import self_preference
-from api.grading.confirmation import confirmed
+from api.grading.confirmation import ConfirmationFailed, confirmed
 from api.grading.group_commit import GroupCommit
 from api.grading.judge_moves import follow_on_claim
 from api.grading.regrade_fast import FastRegrade
@@ -543,11 +543,15 @@ class GradingWorkers:
 
         Either way the judge calls of ``result`` (when the judge was asked) and the replies
         that came back are stored, so a deterministic fault neither asks a paid judge for
-        ever nor loses the prompts it sent. Only the error's type reaches the grading's
-        detail; its message (which may quote a hidden ground truth) stays in the log.
+        ever nor loses the prompts it sent: a confirming judge's too, which a
+        ``ConfirmationFailed`` brings with the error it wraps. Only the error's type
+        reaches the grading's detail; its message (which may quote a hidden ground truth)
+        stays in the log.
         """
         store = self.services.store
         calls = list(result.calls) if result is not None else []
+        if isinstance(error, ConfirmationFailed):  # the confirming judge had answered
+            calls, error = list(error.calls), error.error
         try:
             tries = await store.queue.internal_errors(claim.grading_id) + 1
             if tries >= INTERNAL_ERROR_TRIES:

@@ -19,6 +19,7 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session
 from sqlmodel import col
 
+from api.service.qualification import Qualifications
 from api.service.settings import Settings
 from judge.backends.scripted import ScriptedBackend, scripted_reply
 from judge.calls import JudgeRequest
@@ -26,7 +27,7 @@ from storage.tables import GradingRecord
 from tests.regrade.test_regrade_api import _finished
 from tests.storage.helpers import sregym_rubric
 from tests.support.qualification import qualify
-from tests.support.submissions import DIAGNOSIS, TRUTH, graded
+from tests.support.submissions import DIAGNOSIS, TRUTH, first_set, graded
 
 FIRST = "scripted:pass"
 SECOND = "openai:confirmer@http://127.0.0.1:9/v1"
@@ -183,7 +184,9 @@ async def test_a_judge_never_confirms_a_held_pass_of_its_own_model(
         await _finished(client, admin, job.json()["id"])
         with Session(engine) as session:
             new_id = session.execute(
-                select(GradingRecord.id).where(GradingRecord.regrade_job_id == job.json()["id"])
+                select(col(GradingRecord.id)).where(
+                    col(GradingRecord.regrade_job_id) == job.json()["id"]
+                )
             ).scalar_one()
         regraded = (await client.get(f"/v1/gradings/{new_id}", headers=admin)).json()
     # the regrade's judge IS the confirming judge's model: its held pass was "confirmed"
@@ -253,3 +256,39 @@ async def test_a_regrade_item_the_judge_cache_answers_is_confirmed_as_the_live_g
     assert len(first.requests) == 1  # the regrade item was answered from the judge cache
     assert (regraded["held"], regraded["passed"]) == (False, True), regraded["detail"]
     assert "pass confirmed by openai:confirmer" in regraded["detail"]
+
+
+async def test_the_confirming_judge_s_calls_stay_in_the_history_of_every_failed_try(
+    api_client: Any, tokens: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An error of the service's own after the confirming judge answered (here: its
+    qualification look-up) is tried again as any other, and the confirming judge's call
+    of every try stays in the grading's history with the first judge's."""
+    original = Qualifications.qualified
+
+    async def faulty(self: Qualifications, spec: str, *args: Any) -> bool:
+        if spec == SECOND:
+            raise RuntimeError("a fault of the service's own")
+        return await original(self, spec, *args)
+
+    monkeypatch.setattr(Qualifications, "qualified", faulty)
+    second = ScriptedBackend([scripted_reply] * 3, model="confirmer")
+    admin = await tokens("admin")
+    async with api_client(
+        judge=FIRST,
+        confirm_judge=SECOND,
+        pass_policy="qualified",
+        judge_retry_seconds=0.05,
+        backends={FIRST: ScriptedBackend.for_mode("pass"), SECOND: second},
+    ) as client:
+        body = {"diagnosis": DIAGNOSIS, "ground_truth": TRUTH}
+        posted = await client.post("/v1/submissions", json=body, headers=admin)
+        assert posted.status_code == 202, posted.text
+        location = posted.headers["location"]
+        grading = await first_set(client, location, admin, "unscored_reason")
+        history = (await client.get(f"{location}/history", headers=admin)).json()
+    assert grading["unscored_reason"] == "internal_error", grading
+    assert "RuntimeError" in grading["detail"]  # the error's type, not the wrapper's
+    models = [e["payload"]["model"] for e in history["events"] if e["event"] == "judge.call"]
+    assert len(second.requests) == 3  # asked once on each of the three tries
+    assert models.count("confirmer") == 3, models
