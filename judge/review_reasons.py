@@ -88,7 +88,10 @@ _HOLD_WORDS = {
     ReviewReason.JUDGE_OVERRULED: "a check in code vetoed a yes of the judge",
     ReviewReason.GROUNDING_FAILED: "a yes of the judge is not grounded in the ground truth",
     ReviewReason.REASONING_CONTRADICTS: "the judge's reasoning contradicts its answer",
-    ReviewReason.JUDGE_NOT_QUALIFIED: "the judge has not qualified on a calibration run",
+    ReviewReason.JUDGE_NOT_QUALIFIED: (
+        "the judge is not qualified now (no calibration run qualified it, its model changed "
+        "since the one that did, or the drift canary demoted it)"
+    ),
 }
 
 

@@ -141,7 +141,7 @@ async def _decided(
     elif services.settings.pass_policy == "qualified" and not await qualifications.qualified(
         spec, rubric.version, asking_choice(services.settings, spec, rubric)
     ):
-        why_not = "it has not qualified on a calibration run either"
+        why_not = "it is not qualified now either"
     if why_not is not None or outcome is None:  # (no outcome has its why_not)
         note = f"held pass not confirmed by {judge_identity(spec)}: {why_not}"
         return result.model_copy(update={"detail": _note(result, note)})

@@ -92,7 +92,7 @@ async def test_an_unqualified_second_judge_confirms_nothing(api_client: Any, tok
     async with _client(api_client, ScriptedBackend(model="pass")) as client:
         grading = await graded(client, await tokens("admin"))
     assert (grading["held"], grading["passed"]) == (True, None)
-    assert "it has not qualified on a calibration run either" in grading["detail"]
+    assert "it is not qualified now either" in grading["detail"]
 
 
 async def test_a_flagged_diagnosis_is_never_confirmed_by_a_judge(

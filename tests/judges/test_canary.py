@@ -37,7 +37,7 @@ from storage.quality_tables import CanaryRunRecord
 from storage.tables import AuditRecord
 from tests.storage.helpers import sregym_rubric
 from tests.support.in_process_cli import cli_in_process
-from tests.support.submissions import DIAGNOSIS, TRUTH
+from tests.support.submissions import DIAGNOSIS, TRUTH, graded
 from tests.support.webhook_receiver import receiving
 from tests.web.conftest import sign_in
 
@@ -900,3 +900,49 @@ async def test_a_canary_whose_budget_pays_for_no_item_is_unmeasured(
     assert (run["n"], run["judge_calls"], run["outcome"]) == (0, 0, "unmeasured")
     assert "pays for no item" in _outcome_cell(page)
     assert any("measured nothing" in r.getMessage() for r in caplog.records), caplog.text
+
+
+#: every question of the shipped rubric
+ALL = {f"D{d}-Q{q}" for d in (1, 2, 3) for q in (1, 2, 3)}
+
+
+class PassingLabelledJudge(LabelledJudge):
+    """Answers gold items as labelled (inverted once ``drifted``), and passes any other
+    diagnosis (the service's own submissions)."""
+
+    def _next(self, request: JudgeRequest) -> str:
+        text = "\n".join(m.content for m in request.messages)
+        if any(diagnosis in text for diagnosis in LABELS):
+            return super()._next(request)
+        return scripted_reply(request, yes=ALL)
+
+
+async def test_a_held_pass_of_a_demoted_judge_does_not_say_it_never_qualified(
+    api_client: Any, tokens: Any, engine: Engine, database_url: str
+) -> None:
+    """A judge that qualified and was then demoted by the drift canary has its passes
+    held; the hold's words say it is not qualified now, never that it never qualified
+    (the judges page lists its qualifying run)."""
+    judge = PassingLabelledJudge()
+    settings = Settings(judge=JUDGE, database_url=database_url, canary_budget=12)
+    async with Runtime(settings, engine=engine, backends={JUDGE: judge}) as runtime:
+        gold = DEFAULT_GOLD.read_bytes()
+        calibrated = await calibrate(runtime.services, gold, gold_name=DEFAULT_GOLD.name)
+        assert calibrated.run.qualified  # it qualified on a calibration run
+        judge.drifted = True
+        canary = await run_canary(runtime.services)
+        assert canary.demoted, canary.reasons
+    judge.drifted = False
+    async with api_client(
+        judge=JUDGE, backends={JUDGE: judge}, pass_policy="qualified", canary_budget=12
+    ) as client:
+        agent, adj = await tokens("submitter"), await tokens("adjudicator")
+        grading = await graded(client, agent)
+        # the demotion is in force: provisional, the pass held for a human
+        assert grading["provisional"] is True
+        assert grading["held"] is True and "judge_not_qualified" in grading["review_reasons"]
+        done = await client.post(f"/v1/review-queue/{grading['id']}/done", headers=adj)
+    assert done.status_code == 409
+    detail = done.json()["detail"]
+    assert "the judge is not qualified now" in detail, detail
+    assert "has not qualified on a calibration run" not in detail, detail
