@@ -187,6 +187,13 @@ def _same_diagnosis(stored: str, row: str) -> bool:
     return re.fullmatch(".+?".join(map(re.escape, parts)), row, flags=re.DOTALL) is not None
 
 
+def _same_file(kept: str, path: str) -> bool:
+    """Is ``kept`` (a kept row's path) the file at ``path`` (from the run folder on): the
+    same path, or that path under a top folder (kept by a version that kept the path from
+    the archive's root)?"""
+    return kept == path or kept.endswith(f"/{path}")
+
+
 def _instant(when: datetime) -> datetime:
     """``when`` as an aware time (SQLite hands back naive UTC)."""
     return when if when.tzinfo is not None else when.replace(tzinfo=UTC)
@@ -291,20 +298,21 @@ class ImportQueries:
     def _keep_original(
         self, session: Session, submission_id: str, attempt: SregymAttempt, *, known: bool = False
     ) -> None:
-        """The attempt's CSV row, every cell, once per file and line (an attempt SREGym
-        wrote in several files has one for each; a re-import fills in a missing one).
+        """The attempt's CSV row, every cell, once per file (an attempt SREGym wrote in
+        several files has one for each; a re-import fills in a file it has none in).
 
         The file's path starts at the run folder, whatever folders the results were packed
         under. ``known``: the attempt was imported before, perhaps by a version that kept
-        the path from the archive's root; a row of it kept at that line whose path ends
-        with this one (the same file under a top folder) stands for it, and keeps its
-        path, so the export gives the file once."""
+        the path from the archive's root; a row of it kept in the same file (its path, or
+        one ending with it: the same file under a top folder) stands for it at whatever
+        line, and keeps its path and line. An export that leaves a row out of a file (a
+        stale copy in conflict, a refused row, a filter) moves the rows after it up a
+        line; imported again, they are the rows kept, not new ones, so the export gives
+        each file once and each attempt once in it."""
         if known:
             o = SregymOriginalRowRecord
-            query = select(col(o.path)).where(
-                col(o.submission_id) == submission_id, col(o.line) == attempt.line
-            )
-            if any(p.endswith(f"/{attempt.path}") for p in session.execute(query).scalars()):
+            query = select(col(o.path)).where(col(o.submission_id) == submission_id)
+            if any(_same_file(p, attempt.path) for p in session.execute(query).scalars()):
                 return
         table = SregymOriginalRowRecord.__table__  # type: ignore[attr-defined]
         values = {

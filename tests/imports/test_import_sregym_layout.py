@@ -6,7 +6,8 @@ SREGym writes each attempt three times: alone in
 ``<agent>_ALL_results.csv`` at the top of the run folder. Each attempt is one submission
 of the agent and run of its file, whichever files it is read from, each file kept at its
 path from the run folder, whatever folders the results were packed under (and a row
-without an attempt number keyed by that path and its line); an attempt judged and then
+without an attempt number keyed by that path and its line); an export imported again
+stores no row twice, also where it left a row out of a file; an attempt judged and then
 timed out keeps SREGym's verdict; SREGym's default checklist for a judge
 reply it could not parse is an unscored grading, not a failed diagnosis. An attempt's
 own file is read first (a resumed run keeps the attempt it made), a diagnosis reading
@@ -30,6 +31,9 @@ from api.imports import rows
 from api.imports.queries import ImportQueries
 from api.imports.report import ImportReport
 from api.imports.sregym import SregymAttempt, read_sregym_folder, sregym_outline
+from api.reports.filters import ReportFilter
+from api.reports.sregym_writer import write_sregym_folder
+from judge.rubric import load_rubric_dir
 from storage import Store, SubmissionRecord
 from storage.engine import session_factory
 from storage.imports.tables import SregymOriginalRowRecord
@@ -319,6 +323,62 @@ async def test_rows_kept_under_a_top_folder_before_stand_for_the_same_files(
         assert (again.submissions, again.already_imported) == (0, 7)
         assert _kept_paths(engine) == kept
     assert all(path.startswith(f"results/{RUN}/") for path in kept)
+
+
+def _files(root: Path) -> dict[str, bytes]:
+    """Every CSV file under ``root`` by its path there, as bytes."""
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in root.rglob("*.csv")}
+
+
+async def _export(store: Store, out: Path, filters: ReportFilter | None = None) -> dict[str, bytes]:
+    """The SREGym export of ``filters`` (all) written to ``out``, its files."""
+    await write_sregym_folder(store, filters or ReportFilter(), out, current=load_rubric_dir())
+    return _files(out)
+
+
+async def test_the_export_of_a_resumed_run_imported_again_stores_no_row_twice(
+    store: Store, engine: Engine, tmp_path: Path
+) -> None:
+    """A resumed run's problem file and ``<agent>_ALL_results.csv`` hold a stale attempt 1
+    (a conflict, left out of the export) before the run's own rows, which the export so
+    writes a line higher. Imported again, every attempt is already imported, no row is
+    kept twice, and the next export is the same as the first."""
+    write_run(
+        tmp_path / "results",
+        "react",
+        {P1: [diagnosed("user-service targets port 9999", set(IDS)),
+              diagnosed("user-service port mismatch", set(IDS))]},
+        resumed={P1: [diagnosed("the geo pod restarts", set())]},
+    )  # fmt: skip
+    first = await _import(store, tmp_path / "results")
+    assert first.submissions == 2 and len(first.conflicts) == 2
+    kept = _kept_paths(engine)
+    exported = await _export(store, tmp_path / "exported")
+    again = await _import(store, tmp_path / "exported")
+    assert (again.submissions, again.conflicts, again.problems) == (0, [], [])
+    assert _kept_paths(engine) == kept
+    assert await _export(store, tmp_path / "exported-again") == exported
+
+
+async def test_a_filtered_export_imported_again_stores_no_row_twice(
+    store: Store, engine: Engine, tmp_path: Path
+) -> None:
+    """``<P2>_<agent>_results.csv`` holds P1's row before P2's; an export filtered to P2
+    writes that file with P2's row alone, a line higher. Imported again, nothing is
+    stored, and the whole export still gives every file as SREGym wrote it."""
+    results = tmp_path / "results"
+    _two_problems(results)
+    first = await _import(store, results)
+    assert (first.submissions, first.conflicts, first.problems) == (2, [], [])
+    kept = _kept_paths(engine)
+    await _export(store, tmp_path / "p2-only", ReportFilter(scenario_id=P2))
+    again = await _import(store, tmp_path / "p2-only")
+    assert (again.submissions, again.conflicts, again.problems) == (0, [], [])
+    assert _kept_paths(engine) == kept
+    whole = await _export(store, tmp_path / "whole")
+    assert whole == _files(results)
+    shared = whole[f"{RUN}/stratus/{P2}/{P2}_stratus_results.csv"].decode()
+    assert [r["problem_id"] for r in csv.DictReader(io.StringIO(shared))] == [P1, P2]
 
 
 def _rows_without_attempt_numbers(results: Path) -> None:
