@@ -4,12 +4,12 @@ so the report counts the pair as a flip or the same, as those reports pair it.""
 
 from __future__ import annotations
 
-import asyncio
 import csv
 import io
 from typing import Any
 
 from judge.backends.scripted import ScriptedBackend
+from tests.regrade.test_regrade_api import _finished
 from tests.support.submissions import DIAGNOSIS, TRUTH
 
 OLD, NEW = "scripted:garbage", "scripted:fail"
@@ -19,13 +19,14 @@ def _backends() -> dict[str, Any]:
     return {spec: ScriptedBackend.for_mode(spec.split(":")[1]) for spec in (OLD, NEW)}
 
 
-async def _finished(client: Any, headers: dict[str, str], job_id: str) -> Any:
-    for _ in range(200):
-        body = (await client.get(f"/v1/regrade-jobs/{job_id}", headers=headers)).json()
-        if body["state"] in ("done", "failed", "cancelled"):
-            return body
-        await asyncio.sleep(0.05)
-    raise AssertionError(body)
+async def _reports(c: Any, admin: dict[str, str], job_id: str, arms: dict[str, str]) -> Any:
+    """The job's flip report as JSON and CSV, and ``/v1/stats/compare`` of ``arms``."""
+    flips = (await c.get(f"/v1/regrade-jobs/{job_id}/flips", headers=admin)).json()
+    as_csv = await c.get(
+        f"/v1/regrade-jobs/{job_id}/flips", params={"format": "csv"}, headers=admin
+    )
+    compare = await c.get("/v1/stats/compare", params=arms, headers=admin)
+    return flips, as_csv.text, compare.json()
 
 
 async def _override(client: Any, grading_id: str, headers: dict[str, str], body: Any) -> Any:
@@ -66,17 +67,9 @@ async def test_an_unscored_grading_a_human_passed_flips_to_the_new_judges_fail(
         )
         assert (decided["status"], decided["passed"]) == ("unscored", True)
 
-        flips = (await c.get(f"/v1/regrade-jobs/{job_id}/flips", headers=admin)).json()
-        flips_csv = (
-            await c.get(f"/v1/regrade-jobs/{job_id}/flips", params={"format": "csv"}, headers=admin)
-        ).text
-        compare = (
-            await c.get(
-                "/v1/stats/compare",
-                params={"a.judge": OLD, "b.judge": NEW, "b.include": "shadow"},
-                headers=admin,
-            )
-        ).json()
+        flips, flips_csv, compare = await _reports(
+            c, admin, job_id, {"a.judge": OLD, "b.judge": NEW, "b.include": "shadow"}
+        )
 
     # /v1/stats/compare pairs the very two gradings: a (old) passed, b (new) failed
     assert compare["difference"]["pairs"] == {"both": 0, "only_a": 1, "only_b": 0, "neither": 0}
@@ -120,17 +113,9 @@ async def test_a_human_fail_carried_onto_an_unscored_regrade_is_the_same_not_lef
         job_id = job.json()["id"]
         # ``failed``: every item unscored, as the docs say of such a job
         assert (await _finished(c, admin, job_id))["state"] == "failed"
-        flips = (await c.get(f"/v1/regrade-jobs/{job_id}/flips", headers=admin)).json()
-        flips_csv = (
-            await c.get(f"/v1/regrade-jobs/{job_id}/flips", params={"format": "csv"}, headers=admin)
-        ).text
-        compare = (
-            await c.get(
-                "/v1/stats/compare",
-                params={"a.judge": "scripted:pass", "b.judge": OLD, "b.include": "shadow"},
-                headers=admin,
-            )
-        ).json()
+        flips, flips_csv, compare = await _reports(
+            c, admin, job_id, {"a.judge": "scripted:pass", "b.judge": OLD, "b.include": "shadow"}
+        )
 
     assert compare["difference"]["pairs"] == {"both": 0, "only_a": 0, "only_b": 0, "neither": 1}
     [row] = list(csv.DictReader(io.StringIO(flips_csv)))
