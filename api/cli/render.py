@@ -90,6 +90,15 @@ def _score_line(grading: dict[str, Any]) -> str:
     return f"{grading['yes_count']}/{total} yes  {dims}  composite {grading['composite']}"
 
 
+def _verdict(passed: bool | None) -> str:
+    """PASS, FAIL, or NO VERDICT for a graded grading without one (an SREGym attempt
+    imported by earlier versions with neither a whole checklist nor a success): never a
+    fail it was not."""
+    if passed is None:
+        return "[bold yellow]NO VERDICT[/bold yellow]"
+    return "[bold green]PASS[/bold green]" if passed else "[bold red]FAIL[/bold red]"
+
+
 def render_grading(grading: dict[str, Any], console: Console) -> None:
     """Print the nine answers with their evidence, then the verdict."""
     if not _print_heading(grading, console):
@@ -114,10 +123,8 @@ def render_grading(grading: dict[str, Any], console: Console) -> None:
     if grading.get("held"):
         why = hold_explanation(grading.get("review_reasons") or [])
         verdict = f"[bold yellow]HELD[/bold yellow] (a pass waiting for a human: {why})"
-    elif grading["passed"]:
-        verdict = "[bold green]PASS[/bold green]"
     else:
-        verdict = "[bold red]FAIL[/bold red]"
+        verdict = _verdict(grading["passed"])
     _print(console, f"{verdict}  {_score_line(grading)}")
     if grading.get("detail"):
         _print(console, f"note: {terminal_text(grading['detail'])}", markup=False)
@@ -132,7 +139,7 @@ def render_submitter_view(grading: dict[str, Any], console: Console) -> None:
     sent (``SRE_JUDGE_SUBMITTER_VIEW``)."""
     if not _print_heading(grading, console):
         return
-    verdict = "[bold green]PASS[/bold green]" if grading["passed"] else "[bold red]FAIL[/bold red]"
+    verdict = _verdict(grading["passed"])
     if grading.get("held"):
         verdict = "[bold yellow]HELD[/bold yellow] (a pass waiting for a human)"
     if grading["view"] != "answers":

@@ -99,7 +99,7 @@ def test_a_fail_is_false_and_an_override_wins() -> None:
 @pytest.mark.parametrize(
     ("reasons", "why"),
     [
-        (["judge_not_qualified"], "no calibration run has qualified the judge"),
+        (["judge_not_qualified"], "the judge is not qualified now"),
         (["injection_suspected", "judge_not_qualified"], "carries injection markers"),
         (["evidence_unverified"], "quoted evidence the diagnosis does not hold"),
         ([], "the service holds it for a human"),  # reasons withheld from this token

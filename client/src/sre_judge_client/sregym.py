@@ -85,7 +85,10 @@ _HELD_BECAUSE = {
     "judge_overruled": "a check in code overruled a yes of the judge",
     "grounding_failed": "the diagnosis is not grounded in the ground truth's facts",
     "reasoning_contradicts": "the judge's reasoning contradicts its answers",
-    "judge_not_qualified": "no calibration run has qualified the judge",
+    "judge_not_qualified": (
+        "the judge is not qualified now (no calibration run qualified it, its model changed "
+        "since the one that did, or the drift canary demoted it)"
+    ),
 }
 
 
