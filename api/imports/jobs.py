@@ -34,6 +34,7 @@ from pydantic import BaseModel, Field
 from api.imports.job_queries import ImportJobQueries
 from api.imports.jsonl import count_jsonl_items
 from api.imports.problems import ImportFileError, read_problems
+from api.imports.queries import RegisteredGroundTruths
 from api.imports.report import ImportAborted, ImportReport
 from api.imports.sregym import sregym_outline
 from api.imports.use_cases import import_jsonl_file, import_sregym_folder
@@ -169,9 +170,10 @@ def _summary(report: ImportReport) -> dict[str, Any]:
     return summary
 
 
-async def _scenario_problems(services: Services, ids: set[str]) -> dict[str, str]:
-    """Ground truths of the registered scenarios named by the problem ids ``ids``."""
-    found: dict[str, str] = {}
+async def _scenario_problems(services: Services, ids: set[str]) -> RegisteredGroundTruths:
+    """Ground truths of the registered scenarios named by the problem ids ``ids``, their
+    current versions (an attempt imported before is not compared on them)."""
+    found = RegisteredGroundTruths()
     for problem_id in sorted(ids):
         scenario = await services.store.catalog.get_scenario(problem_id)
         if scenario is not None:

@@ -62,7 +62,13 @@ from storage.imports.tables import SregymOriginalRowRecord
 from storage.scenarios import ScenarioSpec
 from storage.tables import GradingRecord, ScenarioRecord, SubmissionRecord, new_id
 
-__all__ = ["ImportAborted", "ImportProgress", "ImportQueries", "ImportReport"]
+__all__ = [
+    "ImportAborted",
+    "ImportProgress",
+    "ImportQueries",
+    "ImportReport",
+    "RegisteredGroundTruths",
+]
 
 #: the ``submitted_by`` of imported submissions, whoever imports them: an import's
 #: idempotency keys are looked up under it (the audit events name who imported)
@@ -72,6 +78,13 @@ JSONL_SUBMITTER = "import:jsonl"
 #: stores one row (an item read, or a problem reading it) in an open transaction, its
 #: audit events collected in the batch
 _RowWriter = Callable[[Session, Any, ImportReport, AuditBatch], None]
+
+
+class RegisteredGroundTruths(dict[str, str]):
+    """Problems' ground truths read from the registered scenarios of their ids, for an
+    SREGym import that has no problems file: its rows give no ground truth of their own,
+    so an attempt imported before is not compared on its ground truth (the scenario's
+    may have been edited since; the attempt keeps the one it was imported with)."""
 
 
 class _Importer(NamedTuple):
@@ -135,17 +148,19 @@ def _column_order(attempt: SregymAttempt) -> Callable[[str], tuple[int, str]]:
     return lambda column: (order.get(column, len(order)), column)
 
 
-def _line_difference(known: SubmissionRecord, new: SubmissionRecord) -> str | None:
+def _line_difference(known: SubmissionRecord, new: SubmissionRecord, *, dated: bool) -> str | None:
     """The first field in which ``new`` differs from ``known`` (the same attempt), or None
     when every stored value is equal (a time written in another offset is the same
-    instant: the line was imported already)."""
+    instant: the line was imported already). ``dated``: the new line gives its
+    ``created_at``; one it does not give (its import's clock filled it in) differs from
+    nothing."""
     if known.diagnosis != new.diagnosis:
         return "diagnosis"
     if known.metadata_ != new.metadata_:
         return "metadata"
     if known.trace != new.trace:
         return "trace"
-    if _instant(known.created_at) != _instant(new.created_at):
+    if dated and _instant(known.created_at) != _instant(new.created_at):
         return "created_at"
     return None
 
@@ -271,12 +286,17 @@ class ImportQueries:
         known: SubmissionRecord,
         new: SubmissionRecord,
         attempt: SregymAttempt,
+        *,
+        truth_given: bool,
     ) -> str | None:
         """The first column in which ``attempt`` differs from the one stored as ``known``
-        (the same run, agent, problem and attempt), or None when it is the same."""
+        (the same run, agent, problem and attempt), or None when it is the same.
+        ``truth_given``: a problems file gives the attempt's ground truth, which differs
+        when it is not the stored one; else (:class:`RegisteredGroundTruths`) the import
+        gives none, and only the row's cells are compared."""
         if known.diagnosis != new.diagnosis:
             return "Diagnosis.submission"
-        if known.ground_truth_sha256 != new.ground_truth_sha256:
+        if truth_given and known.ground_truth_sha256 != new.ground_truth_sha256:
             return "problem_id"  # the problem's ground truth is another
         o = SregymOriginalRowRecord
         query = select(o).where(col(o.submission_id) == known.id)
@@ -394,6 +414,10 @@ class ImportQueries:
         those of the scenarios registered) name ``actor``, who imports, and ``job_id``,
         the import job that drives the import, if one does.
 
+        ``problems`` are the problems file's ground truths, or the registered scenarios'
+        (:class:`RegisteredGroundTruths`: an attempt imported before then differs only
+        in its row's cells, whatever version its scenario is at now).
+
         Each problem is registered as the scenario of its id unless one exists;
         ``refuse_ground_truth``: why an attempt whose problem ``problems`` gives a ground
         truth no version of that scenario had is refused naming ``ground_truth``
@@ -508,7 +532,10 @@ class ImportQueries:
         if known is None and (earlier := sregym_earlier_key(attempt)) is not None:
             known = self._known(session, submitter, earlier)  # stored by an earlier version
         if known is not None:
-            differs = self._attempt_difference(session, known, submission, attempt)
+            truth_given = not isinstance(problems, RegisteredGroundTruths)
+            differs = self._attempt_difference(
+                session, known, submission, attempt, truth_given=truth_given
+            )
             if differs is not None:
                 message = (
                     f"{differs}: differs from the attempt with the same run, agent, problem "
@@ -642,7 +669,7 @@ class ImportQueries:
         submission = jsonl_submission(line, truth or "", actor=submitter, content=content, now=now)
         same = self._same_attempt(session, submission)
         if same is not None:
-            differs = _line_difference(same, submission)
+            differs = _line_difference(same, submission, dated=item.created_at is not None)
             if differs is None:
                 report.already_imported += 1
                 return

@@ -22,6 +22,7 @@ from api.imports.sregym import SregymAttempt, read_sregym_folder
 from storage import AuditRecord, GradingRecord, ScenarioRecord, Store, SubmissionRecord
 from storage.engine import session_factory
 from storage.scenarios import ScenarioSpec
+from tests.conftest import Clock
 from tests.imports.partial import import_partial_checklist
 from tests.storage.helpers import JUDGE_SPEC, sregym_rubric
 from tests.support.lock_waits import race_at_audit
@@ -500,6 +501,30 @@ async def test_a_line_repeating_an_attempt_at_the_same_instant_is_not_a_created_
     assert report.submissions == 1
     assert report.conflicts == [], [(c.field, c.message) for c in report.conflicts]
     assert report.already_imported == 1
+
+
+async def test_a_line_without_created_at_repeating_an_attempt_is_not_a_created_at_conflict(
+    store: Store, clock: Clock, tmp_path: Path
+) -> None:
+    """The same attempt without ``created_at``, imported again a minute later with its
+    metadata written as the import stores it (``"source": "jsonl"``, a number as ``1.0``):
+    every value the line gives is stored equal, so it is already imported; the time
+    each import filled in for the ``created_at`` neither line gives is no field that
+    differs."""
+    base = {"diagnosis": "d", "ground_truth": "g", "agent": "a", "run_id": "r", "attempt": 1}
+    queries, judge = ImportQueries(store.db, store.catalog), (JUDGE_SPEC, "openai", "judge-model")
+    first_file, again_file = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    first_file.write_text(json.dumps({**base, "metadata": {"tries": 1}}) + "\n")
+    again_file.write_text(
+        json.dumps({**base, "metadata": {"source": "jsonl", "tries": 1.0}}) + "\n"
+    )
+    first = await queries.jsonl(read_jsonl(first_file), rubric=sregym_rubric(), judge=judge)
+    assert first.submissions == 1
+    clock.advance(60)
+    again = await queries.jsonl(read_jsonl(again_file), rubric=sregym_rubric(), judge=judge)
+    assert again.submissions == 0
+    assert again.conflicts == [], [(c.field, c.message) for c in again.conflicts]
+    assert again.already_imported == 1
 
 
 def _audited(engine: Engine) -> list[tuple[str, str]]:

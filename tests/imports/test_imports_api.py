@@ -283,6 +283,41 @@ async def test_the_same_results_packed_under_a_top_folder_are_one_import(
             assert {n: zipped.read(n) for n in zipped.namelist()} == files
 
 
+async def test_an_export_uploaded_again_after_a_scenario_edit_is_already_imported(
+    api_client: Any, tokens: Any, tmp_path: Path
+) -> None:
+    """An SREGym export archive (no problems file: its ground truths are the registered
+    scenarios') uploaded again after one scenario's ground truth was edited holds the
+    very rows imported: every attempt is already imported, none in conflict."""
+    fixture = write_sregym_results(tmp_path)
+    files = _files(fixture.root)
+    problem = "k8s_target_port-misconfig-detection-1"
+    archive = tar_gz({**files, "problems.jsonl": fixture.problems_file.read_bytes()})
+    admin = await tokens("admin")
+    async with api_client() as client:
+        created = await client.post(IMPORTS, content=archive, headers={**admin, **TAR})
+        job = await finished(client, created.headers["location"], admin)
+        assert job["state"] == "done" and job["report"]["submissions"] == 45, job
+        scenario = await client.get(f"/v1/scenarios/{problem}", headers=admin)
+        edited = await client.put(
+            f"/v1/scenarios/{problem}",
+            json={"ground_truth": "[fault_spec] component=service/user-service || reworded"},
+            headers={**admin, "If-Match": scenario.headers["etag"]},
+        )
+        assert edited.status_code == 200 and edited.json()["version"] == 2, edited.text
+        params = {"format": "sregym", "layout": "folder", "archive": "tar.gz"}
+        export = await client.get("/v1/exports/gradings", params=params, headers=admin)
+        assert export.status_code == 200, export.text
+        with tarfile.open(fileobj=io.BytesIO(export.content)) as tar:
+            unpacked = {m.name: tar.extractfile(m).read() for m in tar.getmembers()}  # type: ignore[union-attr]
+        assert unpacked == files
+        again = await client.post(IMPORTS, content=export.content, headers={**admin, **TAR})
+        job = await finished(client, again.headers["location"], admin)
+    assert job["state"] == "done", job
+    assert job["report"]["conflicts"] == 0, job["conflicts"][:3]
+    assert (job["report"]["submissions"], job["report"]["already_imported"]) == (0, 45)
+
+
 def _zip(entries: dict[str, bytes], *, mode: int | None = None) -> bytes:
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as zipped:
