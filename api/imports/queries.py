@@ -3,7 +3,8 @@
 Imports are idempotent: each submission carries an idempotency key derived from where it
 came from (SREGym: run, agent, problem, attempt; JSONL: the line's content), so
 importing the same input again stores nothing twice, and an SREGym attempt met in
-several of its files is one submission (already imported after the first). An SREGym
+several of its files is one submission (already imported after the first), as is a row
+without an attempt number that an export moved up its file (the same cells). An SREGym
 attempt that this service graded itself (its row names a grading of this database, as
 the client's SREGym drop-in writes it, and that grading's submission is the attempt's:
 its diagnosis, problem and agent) is no new submission: it is counted graded here.
@@ -34,7 +35,7 @@ from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any, NamedTuple
 
-from sqlalchemy import select
+from sqlalchemy import or_, select, update
 from sqlalchemy.exc import StatementError
 from sqlalchemy.orm import Session
 from sqlmodel import col
@@ -151,9 +152,9 @@ def _column_order(attempt: SregymAttempt) -> Callable[[str], tuple[int, str]]:
 def _line_difference(known: SubmissionRecord, new: SubmissionRecord, *, dated: bool) -> str | None:
     """The first field in which ``new`` differs from ``known`` (the same attempt), or None
     when every stored value is equal (a time written in another offset is the same
-    instant: the line was imported already). ``dated``: the new line gives its
-    ``created_at``; one it does not give (its import's clock filled it in) differs from
-    nothing."""
+    instant: the line was imported already). ``dated``: both lines give their
+    ``created_at``; one a line does not give (its import's clock filled it in) differs
+    from nothing, whichever of the two lines was imported first."""
     if known.diagnosis != new.diagnosis:
         return "diagnosis"
     if known.metadata_ != new.metadata_:
@@ -162,6 +163,21 @@ def _line_difference(known: SubmissionRecord, new: SubmissionRecord, *, dated: b
         return "trace"
     if dated and _instant(known.created_at) != _instant(new.created_at):
         return "created_at"
+    return None
+
+
+def _cell_difference(
+    original: SregymOriginalRowRecord, attempt: SregymAttempt, *, skip: str | None = None
+) -> str | None:
+    """The first column (in the order of the attempt's file) in which ``attempt``'s cells
+    differ from the kept row ``original``'s, ``skip`` aside, or None when they are the
+    same. Compared redacted, as the attempt's cells are (a row kept by a version that did
+    not redact them all too); a column of another file's header that the row has no cell
+    in is empty: SREGym writes each file's header over every row written so far."""
+    kept = kept_cells(original.cells)
+    for column in sorted(set(kept) | set(attempt.cells), key=_column_order(attempt)):
+        if column != skip and (kept.get(column) or "") != (attempt.cells.get(column) or ""):
+            return column
     return None
 
 
@@ -304,15 +320,41 @@ class ImportQueries:
         original = session.execute(first).scalar()
         if original is None:
             return None
-        # compared redacted, as the attempt's cells are (a row kept by a version that did
-        # not redact them all too); a column of another file's header that the row has no
-        # cell in is empty: SREGym writes each file's header over every row written so far
-        kept = kept_cells(original.cells)
-        for column in sorted(set(kept) | set(attempt.cells), key=_column_order(attempt)):
-            if column != "problem_id" and (kept.get(column) or "") != (
-                attempt.cells.get(column) or ""
+        return _cell_difference(original, attempt, skip="problem_id")
+
+    @staticmethod
+    def _moved_up(session: Session, attempt: SregymAttempt) -> SubmissionRecord | None:
+        """The imported attempt without an attempt number that ``attempt`` (a row without
+        one, whose key finds nothing) is, moved up in its file by an export that left a
+        row before it out (a refused row, a stale copy in conflict, a filter): the one
+        with a kept row in the same file (:func:`_same_file`), at the row's line or a
+        later one (rows only move up), whose every cell is the row's; the nearest such
+        line. None: a new attempt (a row appended after the kept ones is never one of
+        them)."""
+        if attempt.attempt is not None:
+            return None
+        o, s = SregymOriginalRowRecord, SubmissionRecord
+        query = (
+            select(o, s)
+            .join(s, col(s.id) == col(o.submission_id))
+            .where(
+                col(s.submitted_by) == SREGYM_SUBMITTER,
+                col(s.scenario_id) == attempt.problem_id,
+                col(s.run_id).is_(None) if not attempt.run else col(s.run_id) == attempt.run,
+                col(s.attempt).is_(None),
+                col(o.line) >= attempt.line,
+                or_(
+                    col(o.path) == attempt.path,
+                    col(o.path).endswith(f"/{attempt.path}", autoescape=True),
+                ),
+            )
+            .order_by(col(o.line), col(o.submission_id))
+        )
+        for original, submission in session.execute(query):
+            if _same_file(original.path, attempt.path) and (
+                _cell_difference(original, attempt) is None
             ):
-                return column
+                return submission
         return None
 
     def _keep_original(
@@ -325,14 +367,24 @@ class ImportQueries:
         under. ``known``: the attempt was imported before, perhaps by a version that kept
         the path from the archive's root; a row of it kept in the same file (its path, or
         one ending with it: the same file under a top folder) stands for it at whatever
-        line, and keeps its path and line. An export that leaves a row out of a file (a
-        stale copy in conflict, a refused row, a filter) moves the rows after it up a
-        line; imported again, they are the rows kept, not new ones, so the export gives
-        each file once and each attempt once in it."""
+        line, and keeps its path and the higher of the two lines. An export that leaves
+        a row out of a file (a stale copy in conflict, a refused row, a filter) moves the
+        rows after it up a line, never down; imported again, they are the rows kept, not
+        new ones, and the highest line seen is the fullest file's, so the export gives
+        each file once, each attempt once in it, in the file's order."""
         if known:
             o = SregymOriginalRowRecord
-            query = select(col(o.path)).where(col(o.submission_id) == submission_id)
-            if any(_same_file(p, attempt.path) for p in session.execute(query).scalars()):
+            query = select(col(o.path), col(o.line)).where(col(o.submission_id) == submission_id)
+            kept = [(p, n) for p, n in session.execute(query) if _same_file(p, attempt.path)]
+            if kept:
+                path, line = max(kept, key=lambda row: row[1])
+                if attempt.line > line:
+                    moved = update(o).where(
+                        col(o.submission_id) == submission_id,
+                        col(o.path) == path,
+                        col(o.line) == line,
+                    )
+                    session.execute(moved.values(line=attempt.line))
                 return
         table = SregymOriginalRowRecord.__table__  # type: ignore[attr-defined]
         values = {
@@ -531,6 +583,8 @@ class ImportQueries:
         known = self._known(session, submitter, submission.idempotency_key)
         if known is None and (earlier := sregym_earlier_key(attempt)) is not None:
             known = self._known(session, submitter, earlier)  # stored by an earlier version
+        if known is None:
+            known = self._moved_up(session, attempt)  # a line higher in an export
         if known is not None:
             truth_given = not isinstance(problems, RegisteredGroundTruths)
             differs = self._attempt_difference(
@@ -669,7 +723,10 @@ class ImportQueries:
         submission = jsonl_submission(line, truth or "", actor=submitter, content=content, now=now)
         same = self._same_attempt(session, submission)
         if same is not None:
-            differs = _line_difference(same, submission, dated=item.created_at is not None)
+            # the stored line gave no time when its content is this line's without one
+            undated = sha256_hex(canonical_json({**fields, "created_at": None}))
+            dated = item.created_at is not None and same.request_hash != undated
+            differs = _line_difference(same, submission, dated=dated)
             if differs is None:
                 report.already_imported += 1
                 return

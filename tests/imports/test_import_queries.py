@@ -527,6 +527,25 @@ async def test_a_line_without_created_at_repeating_an_attempt_is_not_a_created_a
     assert again.already_imported == 1
 
 
+async def test_a_dated_line_repeating_an_undated_one_is_not_a_created_at_conflict(
+    store: Store, clock: Clock, tmp_path: Path
+) -> None:
+    """The same attempt imported first from a line without ``created_at`` (its import's
+    clock dates it), then a minute later from the same line with one: the stored line
+    gave no time, so it is already imported, as in the other order."""
+    base = {"diagnosis": "d", "ground_truth": "g", "agent": "a", "run_id": "r", "attempt": 1}
+    queries, judge = ImportQueries(store.db, store.catalog), (JUDGE_SPEC, "openai", "judge-model")
+    undated, dated = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    undated.write_text(json.dumps(base) + "\n")
+    dated.write_text(json.dumps({**base, "created_at": "2024-01-01T00:00:00Z"}) + "\n")
+    first = await queries.jsonl(read_jsonl(undated), rubric=sregym_rubric(), judge=judge)
+    assert first.submissions == 1
+    clock.advance(60)
+    again = await queries.jsonl(read_jsonl(dated), rubric=sregym_rubric(), judge=judge)
+    assert again.conflicts == [], [(c.field, c.message) for c in again.conflicts]
+    assert (again.submissions, again.already_imported) == (0, 1)
+
+
 def _audited(engine: Engine) -> list[tuple[str, str]]:
     """The audit log's import and scenario-registration events, in order: (event, id)."""
     events = ("submission.imported", "scenario.created")

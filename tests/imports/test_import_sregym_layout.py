@@ -7,7 +7,8 @@ SREGym writes each attempt three times: alone in
 of the agent and run of its file, whichever files it is read from, each file kept at its
 path from the run folder, whatever folders the results were packed under (and a row
 without an attempt number keyed by that path and its line); an export imported again
-stores no row twice, also where it left a row out of a file; an attempt judged and then
+stores no row twice, also where it left a row out of a file (and a filtered export then
+the whole results export every file in its order); an attempt judged and then
 timed out keeps SREGym's verdict; SREGym's default checklist for a judge
 reply it could not parse is an unscored grading, not a failed diagnosis. An attempt's
 own file is read first (a resumed run keeps the attempt it made), a diagnosis reading
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import csv
 import io
+import shutil
 from pathlib import Path
 
 import pytest
@@ -35,9 +37,11 @@ from api.reports.filters import ReportFilter
 from api.reports.sregym_writer import write_sregym_folder
 from judge.rubric import load_rubric_dir
 from storage import Store, SubmissionRecord
-from storage.engine import session_factory
+from storage.engine import make_engine, session_factory
 from storage.imports.tables import SregymOriginalRowRecord
+from storage.keys import ServiceKey
 from storage.tables import GradingRecord
+from tests.conftest import Clock
 from tests.storage.helpers import sregym_rubric
 from tests.support.sregym_driver import IDS, RUN, diagnosed, parse_failure_result, write_run
 
@@ -46,11 +50,14 @@ pytestmark = pytest.mark.postgres
 
 P1 = "k8s_target_port-misconfig-detection-1"
 P2 = "misconfig_app_hotel_res-localization-1"
+P3 = "revoke_auth_mongodb-detection-1"
 PROBLEMS = {
     P1: "[fault_spec] component=service/user-service; namespace=social-network || "
     "The user-service Service targets port 9999 while its pods listen on 9090.",
     P2: "[fault_spec] component=deployment/geo; namespace=hotel-reservation || "
     "The geo deployment runs a wrong image tag that crashes at start.",
+    P3: "[fault_spec] component=deployment/mongodb-geo; namespace=hotel-reservation || "
+    "The admin user's roles on mongodb-geo were revoked.",
 }
 
 
@@ -381,9 +388,52 @@ async def test_a_filtered_export_imported_again_stores_no_row_twice(
     assert [r["problem_id"] for r in csv.DictReader(io.StringIO(shared))] == [P1, P2]
 
 
-def _rows_without_attempt_numbers(results: Path) -> None:
-    """A file of P2's rows that name no attempt (no ``attempt`` column), the first with a
-    diagnosis spanning two lines."""
+async def test_a_filtered_export_then_the_whole_results_export_every_file_in_its_order(
+    store: Store,
+    clock: Clock,
+    sqlite_template: Path,
+    service_key: ServiceKey,
+    tmp_path: Path,
+) -> None:
+    """Another database exports a run filtered to P3, whose problem file then holds P3's
+    row alone, two lines higher than SREGym wrote it. Imported here, then the whole
+    results: every attempt is stored once, and the next export gives every file as
+    SREGym wrote it, its rows in their order (an attempt's kept row keeps the higher of
+    the lines it was met at)."""
+    results = tmp_path / "results"
+    write_run(
+        results,
+        "stratus",
+        {
+            P1: [diagnosed("user-service targets port 9999 instead of 9090", set(IDS))],
+            P2: [diagnosed("geo crashes: wrong image tag", set(IDS[:4]))],
+            P3: [diagnosed("mongodb-geo rejects the admin user", set(IDS[:7]))],
+        },
+    )
+    other_db = tmp_path / "other.db"
+    shutil.copyfile(sqlite_template, other_db)
+    other_engine = make_engine(f"sqlite:///{other_db}")
+    try:
+        other = Store(other_engine, clock=clock, key=service_key)
+        assert (await _import(other, results)).submissions == 3
+        await _export(other, tmp_path / "p3-only", ReportFilter(scenario_id=P3))
+    finally:
+        other_engine.dispose()
+
+    first = await _import(store, tmp_path / "p3-only")
+    assert (first.submissions, first.conflicts, first.problems) == (1, [], [])
+    again = await _import(store, results)
+    assert (again.submissions, again.conflicts, again.problems) == (2, [], [])
+    exported = await _export(store, tmp_path / "whole")
+    shared = exported[f"{RUN}/stratus/{P3}/{P3}_stratus_results.csv"].decode()
+    assert [r["problem_id"] for r in csv.DictReader(io.StringIO(shared))] == [P1, P2, P3]
+    assert exported == _files(results)
+
+
+def _rows_without_attempt_numbers(results: Path, *diagnoses: list[str]) -> None:
+    """A file of P2's rows that name no attempt (no ``attempt`` column): a diagnosis with
+    the cells after it for each of ``diagnoses`` (each checked ``Yes`` throughout); by
+    default two, the first spanning two lines."""
     folder = results / RUN / "stratus" / P2
     folder.mkdir(parents=True)
     checklist = repr([{"id": q, "answer": "Yes"} for q in IDS])
@@ -391,8 +441,11 @@ def _rows_without_attempt_numbers(results: Path) -> None:
     writer = csv.writer(buffer)  # CRLF line ends, as SREGym's writer writes them
     writer.writerow(["problem_id", "Diagnosis.submission", "Diagnosis.success",
                      "Diagnosis.checklist"])  # fmt: skip
-    writer.writerow([P2, "geo crashes:\r\nwrong image tag", "True", checklist])
-    writer.writerow([P2, "geo runs a wrong image tag", "True", checklist])
+    for diagnosis, *more in diagnoses or (
+        ["geo crashes:\r\nwrong image tag"],
+        ["geo runs a wrong image tag"],
+    ):
+        writer.writerow([P2, diagnosis, "True", checklist, *more])
     (folder / "results.csv").write_text(buffer.getvalue(), newline="")
 
 
@@ -430,6 +483,29 @@ async def test_rows_without_an_attempt_number_keyed_from_the_import_s_root_are_k
     kept = _kept_paths(engine)
     again = await _import(store, tmp_path / "packed")
     assert (again.submissions, again.already_imported, again.conflicts) == (0, 2, [])
+    assert len(_submissions(engine)) == 2 and _kept_paths(engine) == kept
+
+
+async def test_an_export_that_left_out_a_refused_row_without_an_attempt_number_adds_nothing(
+    store: Store, engine: Engine, tmp_path: Path
+) -> None:
+    """A file of rows that name no attempt whose second row is refused (a cell too many):
+    the export leaves it out, so the third row sits a line higher. Imported again, that
+    row is the attempt whose kept row in the same file has the same cells: nothing is
+    stored twice."""
+    _rows_without_attempt_numbers(
+        tmp_path / "results",
+        ["geo crashes: wrong image tag"],
+        ["refused", "one cell too many"],
+        ["geo runs a wrong image tag"],
+    )
+    first = await _import(store, tmp_path / "results")
+    assert first.submissions == 2 and len(first.problems) == 1, first.problems
+    kept = _kept_paths(engine)
+    assert len(await _export(store, tmp_path / "exported")) == 1
+    again = await _import(store, tmp_path / "exported")
+    assert (again.conflicts, again.problems) == ([], [])
+    assert (again.submissions, again.already_imported) == (0, 2)
     assert len(_submissions(engine)) == 2 and _kept_paths(engine) == kept
 
 
