@@ -42,6 +42,8 @@ class GradingSide:
     judge_answers: dict[str, bool] = field(default_factory=dict)
     #: the effective answers: after the evidence check, with the overrides in force applied
     answers: dict[str, bool] = field(default_factory=dict)
+    #: a pass held for a human (no verdict in force until one decides it)
+    held: bool = False
 
 
 @dataclass(frozen=True)
@@ -76,6 +78,7 @@ def _side(
         yes_count=grading.yes_count,
         judge_answers={qid: judge for qid, (_, judge) in mine.items()},
         answers={qid: a for qid, a in effective.items() if qid in mine},
+        held=grading.held,
     )
 
 

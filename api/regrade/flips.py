@@ -97,12 +97,12 @@ def _answers(side: GradingSide, verdicts: FlipVerdicts) -> dict[str, bool]:
 def _flip(item: FlipItem, verdicts: FlipVerdicts = "effective") -> str:
     """pass->fail, fail->pass, same when both have a verdict (an unscored grading a
     human decided has one: pass rates count it); ``held`` when each side without a
-    verdict is a graded one (a held pass, waiting for a human); ``not_compared``
-    otherwise (pending, cancelled, or unscored with no human verdict)."""
+    verdict is a pass held for a human; ``not_compared`` otherwise (pending, cancelled,
+    unscored with no human verdict, or graded without a verdict by an earlier import)."""
     old, new = _verdict(item.old, verdicts), _verdict(item.new, verdicts)
     if old is None or new is None:
         sides = ((item.old, old), (item.new, new))
-        held = all(verdict is not None or side.status == "graded" for side, verdict in sides)
+        held = all(verdict is not None or side.held for side, verdict in sides)
         return "held" if held else "not_compared"
     if old and new is False:
         return "pass->fail"

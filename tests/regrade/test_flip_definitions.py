@@ -104,7 +104,7 @@ async def test_agreement_splits_provisional_gradings(store: Store) -> None:
 def _side(grading_id: str, passed: bool | None, judge_passed: bool) -> GradingSide:
     answers = dict.fromkeys(IDS, judge_passed)
     return GradingSide(grading_id, "graded", passed, judge_passed, 9 * judge_passed,
-                       answers, answers)  # fmt: skip
+                       answers, answers, held=passed is None)  # fmt: skip
 
 
 def test_a_held_verdict_on_either_side_is_listed_apart_never_as_the_same() -> None:
@@ -164,7 +164,9 @@ _UNSCORED_HUMAN_PASS = GradingSide(
     id="g-old", status="unscored", passed=True, judge_passed=None, yes_count=None
 )
 # a rule pass of a diagnosis flagged for injection: held for a human, no verdict in force
-_HELD_PASS = GradingSide(id="g-new", status="graded", passed=None, judge_passed=True, yes_count=8)
+_HELD_PASS = GradingSide(
+    id="g-new", status="graded", passed=None, judge_passed=True, yes_count=8, held=True
+)
 
 
 def test_a_human_decided_unscored_grading_beside_a_held_pass_is_listed_as_held() -> None:
