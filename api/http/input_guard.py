@@ -52,6 +52,7 @@ __all__ = [
     "TEXT_BODIES",
     "bound_query_dates",
     "check_params",
+    "not_utf8",
     "percent_encoded",
     "query_items",
     "refuse_unstorable_input",

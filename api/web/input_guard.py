@@ -7,7 +7,7 @@ from typing import Any
 
 from litestar import Request
 
-from api.http.input_guard import check_params, unstorable
+from api.http.input_guard import check_params, not_utf8, query_items, unstorable
 from api.http.problems import ApiProblem
 from storage.storable import printable
 
@@ -29,13 +29,17 @@ async def form_sent(request: Request[Any, Any, Any]) -> bool:
 
 
 async def refuse_unstorable_form(request: Request[Any, Any, Any]) -> None:
-    """422 on a parameter or form field that cannot be stored; 415 for a body that is not a
-    form."""
+    """422 on a parameter or form field that cannot be stored; 400 on one that is not
+    UTF-8 text (read as sent: the form parser would put U+FFFD in its place and store
+    that); 415 for a body that is not a form."""
     check_params(request)
     if request.method not in ("POST", "PUT", "PATCH") or not await form_sent(request):
         return
-    for name, value in (await request.form()).multi_items():
-        problem = unstorable(name) or unstorable(str(value))
+    for name, value in query_items(await request.body()):
+        shown = printable(name)
+        if not_utf8(name) or not_utf8(value):
+            detail = f"{shown}: not valid UTF-8 text"
+            raise ApiProblem(400, "Malformed request", detail, field=shown)
+        problem = unstorable(name) or unstorable(value)
         if problem:
-            shown = printable(name)
             raise ApiProblem(422, "Invalid request", f"{shown}: {problem}", field=shown)

@@ -14,6 +14,7 @@ from sqlalchemy.engine import Engine
 
 from storage.imports.tables import ImportJobRecord
 from tests.support.submissions import DIAGNOSIS, TRUTH, count_submissions
+from tests.web.conftest import sign_in
 
 #: the engine matters here: run on PostgreSQL too under ``--db all``
 pytestmark = pytest.mark.postgres
@@ -159,6 +160,36 @@ async def test_a_query_sent_as_raw_utf8_bytes_is_read_as_that_text(
         status, refused = await _raw_get(client.app, "/v1/gradings", b"agent=caf\xe9", admin)
     assert status == 400, refused
     assert [e["field"] for e in refused["errors"]] == ["agent"]
+
+
+async def test_an_override_reason_not_utf8_is_refused_not_stored_as_replacement_chars(
+    api_client: Any, tokens: Any
+) -> None:
+    """A page's form whose value is not UTF-8 text (a verdict override's reason sent as
+    ``caf%e9``) is refused with 400 and stores nothing, as a JSON body is; never kept
+    with U+FFFD where the byte was."""
+    ada = await tokens("adjudicator", "Ada")
+    async with api_client() as c:
+        sent = await c.post(
+            "/v1/submissions?wait=10",
+            json={"ground_truth": TRUTH, "diagnosis": DIAGNOSIS},
+            headers=ada,
+        )
+        grading = sent.json()
+        csrf = await sign_in(c, ada)
+        body = (
+            f"_csrf={csrf}&kind=verdict&verdict=fail&reason=caf%e9+is+not+named"
+            f"&revision={grading['revision']}"
+        ).encode()
+        answer = await c.post(
+            f"/gradings/{grading['id']}/overrides",
+            content=body,
+            headers={"content-type": "application/x-www-form-urlencoded"},
+            follow_redirects=False,
+        )
+        after = (await c.get(f"/v1/gradings/{grading['id']}", headers=ada)).json()
+    assert [o["reason"] for o in after["overrides"]] == [], after["overrides"]
+    assert answer.status_code == 400, (answer.status_code, answer.headers.get("location"))
 
 
 #: the earliest date-time there is, which leaves the calendar once moved to UTC
