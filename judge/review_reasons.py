@@ -1,8 +1,12 @@
 """Why a grading needs a human: the review reasons, most urgent first.
 
-The members' order is their priority: the review queue lists gradings by their most
-urgent reason, and a grading's reasons are shown in this order. The values are what
-the API, the exports and the stored ``review_reasons`` carry; they never change.
+The members' order is their priority, in the review queue's tiers: a missing verdict
+(``unscored``; a held pass, which no one reason names, comes before it), then signs
+that the verdict may be wrong, then a verdict one answer decides (``decisive``), then
+flags that ask for a look (``evidence_unverified`` and the rest). The queue ranks a
+grading by its tier (``api.adjudication.review_queries``), and a grading's reasons are
+shown in this order. The values are what the API, the exports and the stored
+``review_reasons`` carry; they never change.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ __all__ = [
     "hold_explanation",
     "holding_reasons",
     "holds_pass",
+    "policy_holds",
 ]
 
 
@@ -26,23 +31,10 @@ class ReviewReason(StrEnum):
 
     #: the judge gave no usable answer
     UNSCORED = "unscored"
-    #: a quoted piece of evidence is not in the diagnosis
-    EVIDENCE_UNVERIFIED = "evidence_unverified"
-    #: a human override of the previous grading could not be carried by a regrade
-    OVERRIDE_OUTDATED = "override_outdated"
     #: the judges of a panel disagree
     JUDGE_SPLIT = "judge_split"
-    NEEDS_REVIEW = "needs_review"
-    #: one answer decides the verdict
-    DECISIVE = "decisive"
     #: a judge answer below the confidence threshold
     LOW_CONFIDENCE = "low_confidence"
-    #: the judge is of the agent model's own family
-    SELF_PREFERENCE = "self_preference"
-    #: a sampled grading of a judge no calibration run qualified
-    PROVISIONAL_SAMPLE = "provisional_sample"
-    #: the diagnosis held a credential (redacted before the judge saw it)
-    CREDENTIAL_LEAKED = "credential_leaked"
     #: the diagnosis addresses the judge
     INJECTION_SUSPECTED = "injection_suspected"
     #: the diagnosis is not grounded in the ground truth's facts
@@ -53,6 +45,19 @@ class ReviewReason(StrEnum):
     #: the fault's component or values are not named there) and the rule still passes:
     #: the judge said yes to what the diagnosis does not hold
     JUDGE_OVERRULED = "judge_overruled"
+    #: one answer decides the verdict
+    DECISIVE = "decisive"
+    #: a quoted piece of evidence is not in the diagnosis
+    EVIDENCE_UNVERIFIED = "evidence_unverified"
+    #: a human override of the previous grading could not be carried by a regrade
+    OVERRIDE_OUTDATED = "override_outdated"
+    NEEDS_REVIEW = "needs_review"
+    #: the judge is of the agent model's own family
+    SELF_PREFERENCE = "self_preference"
+    #: a sampled grading of a judge no calibration run qualified
+    PROVISIONAL_SAMPLE = "provisional_sample"
+    #: the diagnosis held a credential (redacted before the judge saw it)
+    CREDENTIAL_LEAKED = "credential_leaked"
     #: the pass policy holds passes of a judge no calibration run qualified
     JUDGE_NOT_QUALIFIED = "judge_not_qualified"
 
@@ -103,6 +108,14 @@ def holding_reasons(reasons: Iterable[str]) -> tuple[str, ...]:
 def holds_pass(reasons: Iterable[str]) -> bool:
     """Whether a pass by the rule waits for a human verdict, given the review reasons."""
     return any(reason in HOLDING_REASONS for reason in reasons)
+
+
+def policy_holds(pass_policy: str, *, provisional: bool) -> bool:
+    """Whether the pass policy (``SRE_JUDGE_PASS_POLICY``) holds a pass of a grading's
+    judge for a human (review reason ``judge_not_qualified``): under ``qualified`` (the
+    default) every pass of a judge no calibration run qualified (a provisional
+    grading); under ``unflagged`` none."""
+    return provisional and pass_policy == "qualified"
 
 
 def hold_explanation(reasons: Iterable[str]) -> str:

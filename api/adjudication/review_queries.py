@@ -178,20 +178,20 @@ def _urgency() -> Any:
     """The tier the queue ranks a grading by (lower first): a missing verdict (held, then
     unscored), then signs that the verdict may be wrong (``LIKELY_WRONG``, low confidence),
     then a verdict one answer decides, then flags that ask for a look (an unverified
-    quote, a flag for review); within a tier failures before passes."""
+    quote, a flag for review, any other reason), all in one tier; within a tier failures
+    before passes (the queue then lists oldest first)."""
     tier = case(
         (col(GradingRecord.held).is_(True), 0),  # a verdict is missing: before all else
         (col(GradingRecord.status) == "unscored", 1),
         (or_(*(_carries(r) for r in LIKELY_WRONG), _low_confidence()), 2),
         (and_(col(GradingRecord.status) == "graded", col(GradingRecord.decisive).is_(True)), 3),
-        (_carries(_R.EVIDENCE_UNVERIFIED), 4),
-        else_=5,
+        else_=4,
     )
     return tier * 2 + case((col(GradingRecord.passed).is_(False), 0), else_=1)
 
 
-#: how many values ``_urgency`` takes (six tiers, failures and the rest in each)
-_TIERS = 12
+#: how many values ``_urgency`` takes (five tiers, failures and the rest in each)
+_TIERS = 10
 
 
 class ReviewQueries:

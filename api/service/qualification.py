@@ -39,7 +39,7 @@ from api.service.settings import Settings
 from judge.calibration import DEFAULT_GOLD
 from judge.identity import DigestTracker
 from judge.profiles import AskingChoice
-from judge.review_reasons import ReviewReason
+from judge.review_reasons import ReviewReason, policy_holds
 from judge.rubric import Rubric
 from judge.spec import judge_identity, member_specs
 from judge.verdict import GradingResult
@@ -240,7 +240,9 @@ class Qualifications:
         ones too, so none is ever counted as a qualified judge's; without its rubric the
         judge's identity cannot be looked up, so it is provisional as well. Under the
         pass policy ``qualified`` (the default) a pass by a provisional judge is held
-        for a human: it gets the review reason ``judge_not_qualified``."""
+        for a human: it gets the review reason ``judge_not_qualified``. A fail gets
+        none; should an adjudicator's answer overrides make it a pass, the same policy
+        holds it then (``storage.overrides.apply_in_force``)."""
         if rubric is None:
             return result, True
         provisional = not await self.members_qualified(judge_spec, rubric, result.rubric_version)
@@ -250,7 +252,7 @@ class Qualifications:
         if provisional and in_review_sample(grading_id, self.settings.provisional_review_rate):
             reasons.append(ReviewReason.PROVISIONAL_SAMPLE)
         passed = result.outcome is not None and result.outcome.passed
-        if provisional and passed and self.settings.pass_policy == "qualified":
+        if passed and policy_holds(self.settings.pass_policy, provisional=provisional):
             reasons.append(ReviewReason.JUDGE_NOT_QUALIFIED)
         if len(reasons) != len(result.review_reasons):
             result = result.model_copy(update={"review_reasons": tuple(reasons)})

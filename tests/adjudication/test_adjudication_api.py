@@ -90,6 +90,50 @@ async def test_an_answer_override_makes_a_failing_grading_pass_with_provenance(
     assert (await verify_chain(engine, key=configured_chain_key())).ok
 
 
+async def test_an_answer_override_that_makes_an_unqualified_judges_fail_a_pass_holds_it(
+    api_client: Any, tokens: Any
+) -> None:
+    """Under the pass policy ``qualified`` a pass the rule gives on the answers of a judge
+    no calibration run qualified waits for a human's verdict, whether the judge's own
+    answers gave it or an answer override did: the override's pass is held, with the
+    reason ``judge_not_qualified``, as one on a grading with an unverified quote is; a
+    verdict override releases it, and an override that fails it again holds nothing."""
+    agent, adj = await tokens("submitter"), await tokens("adjudicator")
+    six = set(IDS[:6])
+    replies = [
+        sregym_reply(six, evidence="sets USER_PORT=9999"),
+        sregym_reply(six, evidence="the database is down"),  # a quote not in the diagnosis
+    ]
+
+    async def override(client: Any, gid: str, body: dict[str, Any]) -> dict[str, Any]:
+        etag = (await client.get(f"/v1/gradings/{gid}", headers=adj)).headers["etag"]
+        response = await client.post(
+            f"/v1/gradings/{gid}/overrides", json=body, headers={**adj, "If-Match": etag}
+        )
+        assert response.status_code == 201, response.text
+        return dict(response.json())
+
+    async with api_client(pass_policy="qualified", **scripted_judge(*replies)) as client:
+        plain = await graded(client, agent, DIAGNOSIS + " 1")
+        flagged = await graded(client, agent, DIAGNOSIS + " 2")
+        assert (plain["passed"], flagged["passed"]) == (False, False)
+        assert plain["provisional"] is True and plain["review_reasons"] == []
+        assert "evidence_unverified" in flagged["review_reasons"]
+        yes = {"question_id": "D3-Q3", "answer": "yes", "reason": "scope is named"}
+        on_flagged = await override(client, flagged["id"], yes)
+        assert (on_flagged["held"], on_flagged["passed"]) == (True, None)
+        on_plain = await override(client, plain["id"], yes)
+        assert on_plain["yes_count"] == 7
+        assert (on_plain["held"], on_plain["passed"]) == (True, None)
+        assert on_plain["review_reasons"] == ["judge_not_qualified"]
+        no = {"question_id": "D1-Q1", "answer": "no", "reason": "the component is wrong"}
+        failed = await override(client, plain["id"], no)
+        assert (failed["held"], failed["passed"]) == (False, False)
+        verdict = {"verdict": "pass", "reason": "a correct diagnosis"}
+        decided = await override(client, plain["id"], verdict)
+        assert (decided["held"], decided["passed"]) == (False, True)
+
+
 async def test_stale_or_missing_if_match_changes_nothing(api_client: Any, tokens: Any) -> None:
     agent, adj = await tokens("submitter"), await tokens("adjudicator")
     async with api_client(

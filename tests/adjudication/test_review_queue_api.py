@@ -17,6 +17,7 @@ from sqlalchemy.engine import Engine
 from api.imports.problems import read_problems
 from api.imports.queries import ImportQueries
 from api.imports.sregym import read_sregym_folder
+from judge.backends.scripted import ScriptedBackend
 from storage import Store
 from storage.review_tables import HumanLabelRecord
 from tests.storage.helpers import sregym_rubric
@@ -254,6 +255,38 @@ async def test_likely_wrong_verdicts_come_before_decisive_ones_and_failures_befo
         queue = (await client.get("/v1/review-queue", headers=ada)).json()["items"]
         order = [item["grading"]["id"] for item in queue]
         assert order == [unsure["id"], decisive_fail["id"], decisive_pass["id"]], queue
+
+
+async def test_an_unverified_quote_and_other_look_flags_share_a_tier_oldest_first(
+    api_client: Any, tokens: Any
+) -> None:
+    """Flags that ask for a look (an unverified quote, the agent model of the judge's
+    family, any other reason) share the queue's last tier: within it failures come
+    before passes, then the oldest first, whichever flag each carries."""
+    agent, adj = await tokens("submitter"), await tokens("adjudicator")
+    five = set(IDS[:2] + IDS[3:5] + IDS[6:7])  # one yes in each dimension, not decisive
+    replies = [
+        sregym_reply(five, evidence="sets USER_PORT=9999"),
+        sregym_reply(five, evidence="the database is down"),  # not in the diagnosis
+    ]
+    qwen = "openai:qwen2.5@http://127.0.0.1:9/v1"
+    backends = {qwen: ScriptedBackend(replies, model="qwen2.5")}
+    async with api_client(judge=qwen, backends=backends) as client:
+
+        async def submit(text: str, **extra: Any) -> dict[str, Any]:
+            body = {"diagnosis": text, "ground_truth": TRUTH, **extra}
+            response = await client.post("/v1/submissions?wait=10", json=body, headers=agent)
+            assert response.status_code == 201, response.text
+            return dict(response.json())
+
+        older = await submit(DIAGNOSIS + " a", model="qwen2.5-7b-instruct")
+        newer = await submit(DIAGNOSIS + " b")
+        assert older["review_reasons"] == ["self_preference"]
+        assert newer["review_reasons"] == ["evidence_unverified"]
+        for g in (older, newer):
+            assert (g["passed"], g["held"], g["decisive"]) == (False, False, False)
+        queue = (await client.get("/v1/review-queue", headers=adj)).json()["items"]
+        assert [i["grading"]["id"] for i in queue] == [older["id"], newer["id"]]
 
 
 async def test_a_revoked_adjudicators_claim_no_longer_hides_the_item(
