@@ -31,11 +31,17 @@ async def form_sent(request: Request[Any, Any, Any]) -> bool:
 async def refuse_unstorable_form(request: Request[Any, Any, Any]) -> None:
     """422 on a parameter or form field that cannot be stored; 400 on one that is not
     UTF-8 text (read as sent: the form parser would put U+FFFD in its place and store
-    that); 415 for a body that is not a form."""
+    that), and on a form with bytes outside ASCII (a form's text is percent-encoded, as
+    browsers send it; the parser would read raw bytes as Latin-1 and store other text);
+    415 for a body that is not a form."""
     check_params(request)
     if request.method not in ("POST", "PUT", "PATCH") or not await form_sent(request):
         return
-    for name, value in query_items(await request.body()):
+    body = await request.body()
+    if not body.isascii():
+        detail = "body: a form's text is percent-encoded UTF-8, not raw bytes"
+        raise ApiProblem(400, "Malformed request", detail, field="body")
+    for name, value in query_items(body):
         shown = printable(name)
         if not_utf8(name) or not_utf8(value):
             detail = f"{shown}: not valid UTF-8 text"

@@ -192,6 +192,36 @@ async def test_an_override_reason_not_utf8_is_refused_not_stored_as_replacement_
     assert answer.status_code == 400, (answer.status_code, answer.headers.get("location"))
 
 
+async def test_a_form_sent_as_raw_bytes_is_refused_not_stored_as_other_text(
+    api_client: Any, tokens: Any
+) -> None:
+    """A page's form whose text is sent as raw UTF-8 bytes, not percent-encoded as
+    browsers send it (``reason=café``), is refused with 400 naming the body and stores
+    nothing: it would be read as other text (``cafÃ©``)."""
+    ada = await tokens("adjudicator", "Ada")
+    async with api_client() as c:
+        sent = await c.post(
+            "/v1/submissions?wait=10",
+            json={"ground_truth": TRUTH, "diagnosis": DIAGNOSIS},
+            headers=ada,
+        )
+        grading = sent.json()
+        csrf = await sign_in(c, ada)
+        body = (
+            f"_csrf={csrf}&kind=verdict&verdict=fail&reason=café is named"
+            f"&revision={grading['revision']}"
+        ).encode()
+        answer = await c.post(
+            f"/gradings/{grading['id']}/overrides",
+            content=body,
+            headers={"content-type": "application/x-www-form-urlencoded"},
+            follow_redirects=False,
+        )
+        after = (await c.get(f"/v1/gradings/{grading['id']}", headers=ada)).json()
+    assert answer.status_code == 400, answer.status_code
+    assert after["overrides"] == []
+
+
 #: the earliest date-time there is, which leaves the calendar once moved to UTC
 FIRST_DATE = "0001-01-01T00:00:00%2B14:00"
 
