@@ -171,11 +171,11 @@ def apply_in_force(
     fails (the reason stays, as the other review reasons do). ``pass_policy`` (the
     service's ``SRE_JUDGE_PASS_POLICY``; None: the stored reasons alone decide): under
     ``qualified`` a pass that answer overrides give a provisional grading whose judge
-    failed it is held too, and gets the reason ``judge_not_qualified``, as the judge's
-    own pass would have (:func:`_held_by_policy`). An imported SREGym verdict takes the
-    rule only while an override is in force, and is never held (the screening of an
-    import holds nothing): with no override in force, it is SREGym's verdict as
-    imported.
+    failed it is held too, gets the reason ``judge_not_qualified`` and needs review,
+    as the judge's own pass would have (:func:`_held_by_policy`). An imported SREGym
+    verdict takes the rule only while an override is in force, and is never held (the
+    screening of an import holds nothing): with no override in force, it is SREGym's
+    verdict as imported.
     """
     imported = grading.judge_spec == SREGYM_JUDGE_SPEC
     if imported and not in_force:
@@ -196,6 +196,7 @@ def apply_in_force(
         ):
             reasons = grading.review_reasons or []
             grading.review_reasons = [*reasons, ReviewReason.JUDGE_NOT_QUALIFIED.value]
+            grading.needs_review = True
             holds = True
         grading.yes_count = outcome.rule.yes_count
         grading.composite = outcome.rule.composite

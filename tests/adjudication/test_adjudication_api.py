@@ -134,6 +134,31 @@ async def test_an_answer_override_that_makes_an_unqualified_judges_fail_a_pass_h
         assert (decided["held"], decided["passed"]) == (False, True)
 
 
+async def test_a_pass_an_override_holds_for_an_unqualified_judge_needs_review(
+    api_client: Any, tokens: Any
+) -> None:
+    """A pass that an answer override gives an unqualified judge's failed grading, held
+    under the pass policy ``qualified`` with the reason ``judge_not_qualified``, is
+    flagged ``needs_review`` as the judge's own held pass is, on the override's answer
+    and on the grading as stored."""
+    agent, adj = await tokens("submitter"), await tokens("adjudicator")
+    reply = sregym_reply(set(IDS[:6]), evidence="sets USER_PORT=9999")
+    async with api_client(pass_policy="qualified", **scripted_judge(reply)) as client:
+        plain = await graded(client, agent, DIAGNOSIS)
+        assert plain["passed"] is False and plain["needs_review"] is False
+        etag = (await client.get(f"/v1/gradings/{plain['id']}", headers=adj)).headers["etag"]
+        yes = {"question_id": "D3-Q3", "answer": "yes", "reason": "scope is named"}
+        response = await client.post(
+            f"/v1/gradings/{plain['id']}/overrides", json=yes, headers={**adj, "If-Match": etag}
+        )
+        assert response.status_code == 201, response.text
+        held = response.json()
+        assert (held["held"], held["review_reasons"]) == (True, ["judge_not_qualified"])
+        assert held["needs_review"] is True, held
+        stored = (await client.get(f"/v1/gradings/{plain['id']}", headers=adj)).json()
+        assert stored["needs_review"] is True, stored
+
+
 async def test_stale_or_missing_if_match_changes_nothing(api_client: Any, tokens: Any) -> None:
     agent, adj = await tokens("submitter"), await tokens("adjudicator")
     async with api_client(
