@@ -309,7 +309,11 @@ class ImportQueries:
         (the same run, agent, problem and attempt), or None when it is the same.
         ``truth_given``: a problems file gives the attempt's ground truth, which differs
         when it is not the stored one; else (:class:`RegisteredGroundTruths`) the import
-        gives none, and only the row's cells are compared."""
+        gives none, and only the row's cells are compared. A row without an attempt
+        number is keyed by its file and line, which may find another problem's attempt:
+        its problem differs."""
+        if known.scenario_id != new.scenario_id:
+            return "problem_id"
         if known.diagnosis != new.diagnosis:
             return "Diagnosis.submission"
         if truth_given and known.ground_truth_sha256 != new.ground_truth_sha256:
@@ -325,12 +329,12 @@ class ImportQueries:
     @staticmethod
     def _moved_up(session: Session, attempt: SregymAttempt) -> SubmissionRecord | None:
         """The imported attempt without an attempt number that ``attempt`` (a row without
-        one, whose key finds nothing) is, moved up in its file by an export that left a
-        row before it out (a refused row, a stale copy in conflict, a filter): the one
-        with a kept row in the same file (:func:`_same_file`), at the row's line or a
-        later one (rows only move up), whose every cell is the row's; the nearest such
-        line. None: a new attempt (a row appended after the kept ones is never one of
-        them)."""
+        one, whose key finds nothing or an attempt it differs from: another row imported
+        at its line) is, moved up in its file by an export that left a row before it out
+        (a refused row, a stale copy in conflict, a filter): the one with a kept row in
+        the same file (:func:`_same_file`), at the row's line or a later one (rows only
+        move up), whose every cell is the row's; the nearest such line. None: a new
+        attempt (a row appended after the kept ones is never one of them)."""
         if attempt.attempt is not None:
             return None
         o, s = SregymOriginalRowRecord, SubmissionRecord
@@ -590,6 +594,14 @@ class ImportQueries:
             differs = self._attempt_difference(
                 session, known, submission, attempt, truth_given=truth_given
             )
+            if differs is not None and attempt.attempt is None:
+                # its line is another imported row's: an export moved it up onto it
+                moved = self._moved_up(session, attempt)
+                if moved is not None:
+                    known = moved
+                    differs = self._attempt_difference(
+                        session, known, submission, attempt, truth_given=truth_given
+                    )
             if differs is not None:
                 message = (
                     f"{differs}: differs from the attempt with the same run, agent, problem "

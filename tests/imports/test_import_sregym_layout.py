@@ -509,6 +509,34 @@ async def test_an_export_that_left_out_a_refused_row_without_an_attempt_number_a
     assert len(_submissions(engine)) == 2 and _kept_paths(engine) == kept
 
 
+async def test_a_row_moved_up_onto_another_imported_rows_line_is_already_imported(
+    store: Store, engine: Engine, tmp_path: Path
+) -> None:
+    """A file of rows that name no attempt, P1's row then P2's: an export filtered to P2
+    writes P2's row on the line P1's row was imported at. Imported again, that row is the
+    attempt whose kept row in the same file has the same cells, not a conflict with the
+    attempt first imported at its line."""
+    folder = tmp_path / "results" / RUN / "stratus" / P2
+    folder.mkdir(parents=True)
+    checklist = repr([{"id": q, "answer": "Yes"} for q in IDS])
+    buffer = io.StringIO()
+    writer = csv.writer(buffer)
+    writer.writerow(["problem_id", "Diagnosis.submission", "Diagnosis.success",
+                     "Diagnosis.checklist"])  # fmt: skip
+    writer.writerow([P1, "user-service targets port 9999 instead of 9090", "True", checklist])
+    writer.writerow([P2, "geo runs a wrong image tag", "True", checklist])
+    (folder / "results.csv").write_text(buffer.getvalue(), newline="")
+    first = await _import(store, tmp_path / "results")
+    assert (first.submissions, first.conflicts, first.problems) == (2, [], [])
+    exported = await _export(store, tmp_path / "p2-only", ReportFilter(scenario_id=P2))
+    [shared] = exported.values()
+    assert [r["problem_id"] for r in csv.DictReader(io.StringIO(shared.decode()))] == [P2]
+    again = await _import(store, tmp_path / "p2-only")
+    assert (again.conflicts, again.problems) == ([], []), again.conflicts
+    assert (again.submissions, again.already_imported) == (0, 1)
+    assert len(_submissions(engine)) == 2
+
+
 def test_an_attempts_own_file_of_a_problem_whose_id_ends_in_ALL_is_of_its_run_and_agent(
     tmp_path: Path,
 ) -> None:
