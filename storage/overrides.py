@@ -25,7 +25,7 @@ from judge.adjudication import (
     Target,
     effective_outcome,
 )
-from judge.review_reasons import ReviewReason, holds_pass, policy_holds
+from judge.review_reasons import holds_pass
 from judge.rubric import Rubric
 from judge.rule import apply_rule
 from storage.imports import SREGYM_JUDGE_SPEC
@@ -138,44 +138,22 @@ def _as_imported(grading: GradingRecord, rubric: Rubric | None, answers: dict[st
         grading.decisive = figures.decisive
 
 
-def _held_by_policy(
-    grading: GradingRecord, rubric: Rubric, answers: dict[str, bool], pass_policy: str | None
-) -> bool:
-    """Whether the pass policy holds a pass that overrides give ``grading`` although its
-    stored reasons hold nothing: a provisional grading under ``qualified``
-    (:func:`judge.review_reasons.policy_holds`) whose judge's own answers fail. Where
-    they pass, grading already decided (``api.service.qualification``): the pass was
-    marked ``judge_not_qualified``, or a confirming judge released it, or the policy let
-    it stand."""
-    if pass_policy is None or not policy_holds(pass_policy, provisional=grading.provisional):
-        return False
-    return not apply_rule(rubric, answers).passed
-
-
 def apply_in_force(
     grading: GradingRecord,
     rubric: Rubric | None,
     answers: dict[str, bool],
     in_force: dict[Target, OverrideEvent],
-    *,
-    pass_policy: str | None = None,
 ) -> None:
     """Set the grading's effective figures from its answers and the overrides in force.
 
     With an answer to every question of the rubric the rule is recomputed on the
     effective answers; without (an unscored grading, or an imported checklist that left
     questions out) the rule cannot be applied: a verdict override decides ``passed``, or
-    else the judge's own verdict stands (none for an unscored grading). A pass with a
-    holding reason (an injection signal, ``judge_not_qualified``) stays held (``passed``
-    None) until a verdict override is in force, and is held no longer once the rule
-    fails (the reason stays, as the other review reasons do). ``pass_policy`` (the
-    service's ``SRE_JUDGE_PASS_POLICY``; None: the stored reasons alone decide): under
-    ``qualified`` a pass that answer overrides give a provisional grading whose judge
-    failed it is held too, gets the reason ``judge_not_qualified`` and needs review,
-    as the judge's own pass would have (:func:`_held_by_policy`). An imported SREGym
-    verdict takes the rule only while an override is in force, and is never held (the
-    screening of an import holds nothing): with no override in force, it is SREGym's
-    verdict as imported.
+    else the judge's own verdict stands (none for an unscored grading). A pass of a
+    diagnosis flagged for injection stays held (``passed`` None) until a verdict override
+    is in force. An imported SREGym verdict takes the rule only while an override is in
+    force, and is never held (the screening of an import holds nothing): with no
+    override in force, it is SREGym's verdict as imported.
     """
     imported = grading.judge_spec == SREGYM_JUDGE_SPEC
     if imported and not in_force:
@@ -187,17 +165,6 @@ def apply_in_force(
     holds = verdict is None and not imported and holds_pass(grading.review_reasons)
     if rubric is not None and _answers_every_question(rubric, answers):
         outcome = effective_outcome(rubric, answers, in_force)
-        if (
-            outcome.passed
-            and verdict is None
-            and not holds
-            and not imported
-            and _held_by_policy(grading, rubric, answers, pass_policy)
-        ):
-            reasons = grading.review_reasons or []
-            grading.review_reasons = [*reasons, ReviewReason.JUDGE_NOT_QUALIFIED.value]
-            grading.needs_review = True
-            holds = True
         grading.yes_count = outcome.rule.yes_count
         grading.composite = outcome.rule.composite
         grading.decisive = outcome.rule.decisive

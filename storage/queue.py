@@ -232,25 +232,19 @@ class QueueRepository:
         *,
         provisional: bool = False,
         current: Mapping[str, Rubric] | None = None,
-        pass_policy: str | None = None,
     ) -> bool:
         """Store a verdict (graded or unscored) with its answers and judge calls.
 
         ``provisional``: graded by a judge not qualified by a calibration run;
-        ``current``, ``pass_policy``: as :meth:`complete_many` takes them. Returns False
-        and writes nothing when the grading is no longer pending or its lease is held by
-        another worker (taken over after this one's expired).
+        ``current``: as :meth:`complete_many` takes it. Returns False and writes nothing
+        when the grading is no longer pending or its lease is held by another worker
+        (taken over after this one's expired).
         """
         item = FinishedGrading(grading_id, worker_id, result, provisional)
-        stored = await self.complete_many([item], current=current, pass_policy=pass_policy)
-        return stored[0]
+        return (await self.complete_many([item], current=current))[0]
 
     async def complete_many(
-        self,
-        items: Sequence[FinishedGrading],
-        *,
-        current: Mapping[str, Rubric] | None = None,
-        pass_policy: str | None = None,
+        self, items: Sequence[FinishedGrading], *, current: Mapping[str, Rubric] | None = None
     ) -> list[bool]:
         """Store several verdicts in one transaction (a group commit); each as ``complete``.
 
@@ -262,21 +256,17 @@ class QueueRepository:
         ``current``: the rubric files' current versions by id, which the overrides a
         regrade item carries off a grading whose rubric version is not stored (SREGym's
         imported verdicts) are read with, as that grading's page shows them; without
-        it, such overrides are never carried (``override_outdated``). ``pass_policy``:
-        the service's (``SRE_JUDGE_PASS_POLICY``), under which a pass the carried answer
-        overrides give a provisional grading is held, as adjudication holds it; without
-        it, only the stored reasons hold.
+        it, such overrides are never carried (``override_outdated``).
         """
         if not items:
             return []
-        return await self._db.run(self._complete, items, current or {}, pass_policy)
+        return await self._db.run(self._complete, items, current or {})
 
     def _complete(
         self,
         session: Session,
         items: Sequence[FinishedGrading],
         current: Mapping[str, Rubric],
-        pass_policy: str | None,
     ) -> list[bool]:
         jobs: dict[str, RegradeJobRecord] = {}
 
@@ -287,15 +277,7 @@ class QueueRepository:
         written = write_verdicts(self._db, session, items, self._db.clock(), before_audit=lock)
         # a regrade item: carry overrides, promote, end the drained jobs
         worker = items[-1].worker_id
-        items_completed(
-            self._db,
-            session,
-            written.gradings,
-            worker,
-            jobs,
-            current=current,
-            pass_policy=pass_policy,
-        )
+        items_completed(self._db, session, written.gradings, worker, jobs, current=current)
         return written.stored
 
     async def defer(

@@ -90,7 +90,6 @@ class OverrideQueries:
         answer: bool | None = None,
         verdict: Literal["pass", "fail"] | None = None,
         withdraws: str | None = None,
-        pass_policy: str | None = None,
     ) -> tuple[OverrideRecord, GradingRecord]:
         """Append an override if the grading is still at ``expected_revision``, inside the
         caller's write transaction. ``view``: the grading as the caller read it in this
@@ -100,8 +99,6 @@ class OverrideQueries:
         that are still in force on later gradings of the submission (the current one a
         promote made, a shadow regrade's), each as a withdrawal on its grading in the
         same author's name: the human took the decision back, wherever it was carried.
-        ``pass_policy``: the service's, which holds a pass the overrides give a grading
-        of a judge it does not trust (``storage.overrides.apply_in_force``).
 
         Raises NotFound, PreconditionFailed (stale revision), Superseded (an answer or
         verdict override of a grading a promoted regrade replaced: it would reach no
@@ -139,19 +136,9 @@ class OverrideQueries:
         if record.kind == "withdraw":
             withdrawn = next(h for h in history if h.id == record.withdraws)
             copies, copy_gradings = self._copies_locked(session, withdrawn)
-        self._append(
-            session,
-            grading,
-            records,
-            history,
-            record,
-            rubric=rubric,
-            label=label,
-            pass_policy=pass_policy,
-        )
+        self._append(session, grading, records, history, record, rubric=rubric, label=label)
         for copy in copies:
-            grading_of_copy = copy_gradings[copy.grading_id]
-            self._withdraw_copy(session, grading_of_copy, copy, record, pass_policy=pass_policy)
+            self._withdraw_copy(session, copy_gradings[copy.grading_id], copy, record)
         return record, grading
 
     def _append(
@@ -164,7 +151,6 @@ class OverrideQueries:
         *,
         rubric: Rubric | None,
         label: HumanLabelRecord | None,
-        pass_policy: str | None,
     ) -> None:
         """Write the checked ``record`` (and the human ``label`` it records) onto
         ``grading``: its effective figures recomputed, its revision up, its review
@@ -173,8 +159,7 @@ class OverrideQueries:
         session.add(record)
         session.flush()
         after = overrides_in_force(override_events([*history, record]))
-        answers = {a.question_id: a.answer for a in records}
-        apply_in_force(grading, rubric, answers, after, pass_policy=pass_policy)
+        apply_in_force(grading, rubric, {a.question_id: a.answer for a in records}, after)
         grading.revision += 1
         written: list[RecordRow] = [record]
         if label is not None:
@@ -235,8 +220,6 @@ class OverrideQueries:
         grading: GradingRecord,
         copy: OverrideRecord,
         withdrawal: OverrideRecord,
-        *,
-        pass_policy: str | None,
     ) -> None:
         """Withdraw ``copy`` (a regrade's copy of the override ``withdrawal`` withdraws) on
         its own ``grading`` (row-locked by the caller), as of now, in the name of
@@ -260,16 +243,7 @@ class OverrideQueries:
         # a copy lands on a regrade's grading, which names a stored rubric version
         rubric = CatalogRepository.read_rubric(session, grading.rubric_id, grading.rubric_version)
         records = self._answers(session, copy.grading_id)
-        self._append(
-            session,
-            grading,
-            records,
-            history,
-            record,
-            rubric=rubric,
-            label=None,
-            pass_policy=pass_policy,
-        )
+        self._append(session, grading, records, history, record, rubric=rubric, label=None)
 
     @staticmethod
     def _answers(session: Session, grading_id: str) -> list[AnswerRecord]:

@@ -515,7 +515,6 @@ def _append_override(
         answer=None if request.answer is None else request.answer == "yes",
         verdict=request.verdict,
         withdraws=request.withdraw,
-        pass_policy=services.settings.pass_policy,
     )
     return view
 

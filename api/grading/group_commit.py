@@ -37,14 +37,11 @@ MAX_BATCH = 64
 class GroupCommit:
     """Stores the verdicts handed to it, several per transaction."""
 
-    def __init__(
-        self, queue: QueueRepository, current: Mapping[str, Rubric], pass_policy: str
-    ) -> None:
-        """Store through ``queue``; ``current``: the rubric files' current versions by id,
-        ``pass_policy``: the service's (``QueueRepository.complete_many``)."""
+    def __init__(self, queue: QueueRepository, current: Mapping[str, Rubric]) -> None:
+        """Store through ``queue``; ``current``: the rubric files' current versions by id
+        (``QueueRepository.complete_many``)."""
         self._queue = queue
         self._current = current
-        self._pass_policy = pass_policy
         self._waiting: list[tuple[FinishedGrading, asyncio.Future[bool]]] = []
         self._writer: asyncio.Task[None] | None = None
 
@@ -68,9 +65,7 @@ class GroupCommit:
                 continue
             try:
                 items = [item for item, _ in batch]
-                stored = await self._queue.complete_many(
-                    items, current=self._current, pass_policy=self._pass_policy
-                )
+                stored = await self._queue.complete_many(items, current=self._current)
             except Exception as exc:
                 if database_fault(exc):
                     _answer(batch, exc)
@@ -85,9 +80,7 @@ class GroupCommit:
     async def _one_by_one(self, batch: list[tuple[FinishedGrading, asyncio.Future[bool]]]) -> None:
         for item, future in batch:
             try:
-                done = await self._queue.complete_many(
-                    [item], current=self._current, pass_policy=self._pass_policy
-                )
+                done = await self._queue.complete_many([item], current=self._current)
             except Exception as exc:
                 _answer([(item, future)], exc)
             else:

@@ -249,20 +249,16 @@ class FastRegrade:
         if not hits:
             return []
         queue, current = self.services.store.queue, self.services.rubrics.current
-        policy = self.services.settings.pass_policy
         done: list[bool | None] = []
         try:
-            together = [f for _, f in hits]
-            done.extend(await queue.complete_many(together, current=current, pass_policy=policy))
+            done.extend(await queue.complete_many([f for _, f in hits], current=current))
         except Exception as exc:
             log.exception("storing %d cached regrade verdicts failed; one by one", len(hits))
             faulted = database_fault(exc)
             done.clear()
             for claim, finished in hits:
                 try:
-                    [alone] = await queue.complete_many(
-                        [finished], current=current, pass_policy=policy
-                    )
+                    [alone] = await queue.complete_many([finished], current=current)
                 except Exception:
                     log.exception("storing grading %s failed; the usual way", claim.grading_id)
                     misses.append(claim)

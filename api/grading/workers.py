@@ -145,9 +145,7 @@ class GradingWorkers:
         #: the context the workers' tasks run in (the one they were started in)
         self._context = contextvars.copy_context()
         #: verdicts finished together are stored in one transaction
-        self._commits = GroupCommit(
-            services.store.queue, services.rubrics.current, services.settings.pass_policy
-        )
+        self._commits = GroupCommit(services.store.queue, services.rubrics.current)
         self._fast = FastRegrade(services, self._review_marks, self._account, self._landed)
 
     @property

@@ -241,8 +241,8 @@ class Qualifications:
         judge's identity cannot be looked up, so it is provisional as well. Under the
         pass policy ``qualified`` (the default) a pass by a provisional judge is held
         for a human: it gets the review reason ``judge_not_qualified``. A fail gets
-        none; should an adjudicator's answer overrides make it a pass, the same policy
-        holds it then (``storage.overrides.apply_in_force``)."""
+        none: a pass an adjudicator's answer overrides make of it is the adjudicator's
+        (docs/adjudication.md), not held for its judge."""
         if rubric is None:
             return result, True
         provisional = not await self.members_qualified(judge_spec, rubric, result.rubric_version)

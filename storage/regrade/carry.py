@@ -166,17 +166,14 @@ def _copy(record: OverrideRecord, grading_id: str, job_id: str, at: datetime) ->
     )
 
 
-def _apply(
-    session: Session, grading: GradingRecord, rubric: Rubric | None, pass_policy: str | None
-) -> None:
-    """Recompute the new grading's effective figures with the carried overrides, under
-    the service's ``pass_policy`` as adjudication recomputes them (``apply_in_force``)."""
+def _apply(session: Session, grading: GradingRecord, rubric: Rubric | None) -> None:
+    """Recompute the new grading's effective figures with the carried overrides."""
     query = select(OverrideRecord).where(col(OverrideRecord.grading_id) == grading.id)
     in_force = overrides_in_force(override_events(list(session.execute(query).scalars())))
     query_answers = select(AnswerRecord).where(col(AnswerRecord.grading_id) == grading.id)
     answers = {a.question_id: a.answer for a in session.execute(query_answers).scalars()}
     # something was carried: with no answers (unscored), that is a verdict override
-    apply_in_force(grading, rubric, answers, in_force, pass_policy=pass_policy)
+    apply_in_force(grading, rubric, answers, in_force)
 
 
 def carry_overrides(
@@ -186,15 +183,11 @@ def carry_overrides(
     at: datetime,
     *,
     current: Rubric | None,
-    pass_policy: str | None,
 ) -> Carried:
     """Carry the previous grading's overrides in force onto ``grading`` (same transaction).
 
     ``current``: the current version of ``previous``'s rubric (the rubric file's), which
-    ``previous`` reads with when no stored version is its own (:func:`_rubric_read`).
-    ``pass_policy``: the service's (``SRE_JUDGE_PASS_POLICY``), under which a pass the
-    carried answer overrides give a provisional grading is held as adjudication holds
-    it (``storage.overrides.apply_in_force``)."""
+    ``previous`` reads with when no stored version is its own (:func:`_rubric_read`)."""
     outcome = Carried()
     query = select(OverrideRecord).where(col(OverrideRecord.grading_id) == previous.id)
     records = list(session.execute(query).scalars())
@@ -215,7 +208,7 @@ def carry_overrides(
             outcome.verdict_outdated |= event.kind == "verdict"
     session.flush()
     if outcome.carried:
-        _apply(session, grading, new, pass_policy)
+        _apply(session, grading, new)
     if outcome.outdated:
         grading.needs_review = True
         grading.review_reasons = [*grading.review_reasons, ReviewReason.OVERRIDE_OUTDATED]

@@ -274,7 +274,6 @@ def items_completed(
     jobs: Mapping[str, RegradeJobRecord] | None = None,
     *,
     current: Mapping[str, Rubric],
-    pass_policy: str | None,
 ) -> None:
     """The queue stored these gradings (their column values as written, in ``session``).
 
@@ -285,8 +284,7 @@ def items_completed(
     once per batch; only an item with overrides to carry or to promote is then handled
     on its own. Nothing happens for the gradings of live submissions. ``current``: the
     rubric files' current versions by id, which a previous grading whose rubric version
-    is not stored reads with (``storage.regrade.carry``); ``pass_policy``: the
-    service's, under which the carried overrides' pass is held (``carry_overrides``).
+    is not stored reads with (``storage.regrade.carry``).
     """
     items = [g for g in gradings if g["regrade_job_id"] is not None]
     if not items:
@@ -300,7 +298,7 @@ def items_completed(
         if job is not None and (promote or values["previous_grading_id"] in overridden):
             grading = session.get(GradingRecord, values["id"])
             if grading is not None:
-                _item_completed(db, session, grading, job, actor, current, pass_policy)
+                _item_completed(db, session, grading, job, actor, current)
     for job in jobs.values():
         finish_if_drained(db, session, job, actor)
 
@@ -321,7 +319,6 @@ def _item_completed(
     job: RegradeJobRecord,
     actor: str,
     current: Mapping[str, Rubric],
-    pass_policy: str | None,
 ) -> None:
     """Carry the overrides of the grading ``grading`` follows onto it and promote it if
     the job says so (the job locked by the caller).
@@ -340,9 +337,7 @@ def _item_completed(
     carried = Carried()
     if previous is not None:
         stand_in = current.get(previous.rubric_id)
-        carried = carry_overrides(
-            session, grading, previous, db.clock(), current=stand_in, pass_policy=pass_policy
-        )
+        carried = carry_overrides(session, grading, previous, db.clock(), current=stand_in)
         if carried.carried or carried.outdated:
             grading.revision += 1
             session.flush()

@@ -195,7 +195,7 @@ async def test_every_view_tells_the_same_verdict_after_any_overrides(
 ) -> None:
     """Gradings near the pass threshold, each through six random overrides and
     withdrawals: after every step each view shows the rule's verdict on the effective
-    answers (held where the pass policy holds its judge's passes, until a human's verdict)
+    answers (held where the pass policy held the judge's own pass, until a human's verdict)
     or the human's verdict, and SREGym's composite of the effective answers."""
     rng = random.Random(f"override-sequences-{policy}")
     sets = [set(rng.sample(IDS, rng.choice([5, 6, 6, 7, 7, 7, 8, 9]))) for _ in range(4)]
@@ -213,9 +213,9 @@ async def test_every_view_tells_the_same_verdict_after_any_overrides(
             )
             assert response.status_code == 201, response.text
             gid = response.json()["id"]
-            # the pass policy holds every pass of its judge (not qualified), the judge's
-            # own or one the overrides give
-            expected = Expected(yes, holding=policy == "qualified")
+            # the pass policy holds a pass of the judge's own (its judge is not qualified)
+            judge_passed = rule({q: q in yes for q in IDS})
+            expected = Expected(yes, holding=policy == "qualified" and judge_passed)
             trail = [f"judge yes={sorted(yes)}"]
             for step in range(7):
                 if step:

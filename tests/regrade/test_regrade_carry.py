@@ -29,11 +29,10 @@ from storage.overrides import override_events
 from storage.review_tables import HumanLabelRecord, OverrideRecord
 from tests.storage.helpers import graded_result, override, sregym_rubric, submit
 from tests.support.gradings import shadow_regrade
-from tests.support.judge_server import sregym_reply
 from tests.support.keys import session_key
 from tests.support.lock_waits import race_at_audit
 from tests.support.sregym_results import write_sregym_attempt, write_sregym_results
-from tests.support.submissions import DIAGNOSIS, IDS, TRUTH, graded
+from tests.support.submissions import DIAGNOSIS, TRUTH
 from tests.web.conftest import sign_in
 
 #: the engine matters here (the review's upsert): run on PostgreSQL too under ``--db all``
@@ -730,39 +729,3 @@ async def test_a_failure_tag_is_neither_added_to_nor_removed_from_a_superseded_g
     assert [t["tag"] for t in shown] == ["misread-unit"]
     assert listed == {"misread-unit": [new], "over-explored": []}
     assert emptied == []
-
-
-async def test_a_promote_carrying_an_answer_override_onto_an_unqualified_judges_fail_holds_the_pass(
-    api_client: Any, tokens: Any
-) -> None:
-    """Under the pass policy ``qualified``, a promote that carries an answer override
-    onto a new unqualified judge's failing grading holds the pass the override gives it,
-    with the reason ``judge_not_qualified``, as adjudication held it on the grading
-    before the regrade."""
-    agent, adj, admin = (
-        await tokens("submitter"),
-        await tokens("adjudicator"),
-        await tokens("admin"),
-    )
-    spec, new = "openai:scripted@http://127.0.0.1:9/v1", "openai:newjudge@http://127.0.0.1:9/v1"
-    reply = sregym_reply(set(IDS[:6]), evidence="sets USER_PORT=9999")
-    backends = {
-        spec: ScriptedBackend([reply], model="scripted"),
-        new: ScriptedBackend([reply], model="newjudge"),
-    }
-    async with api_client(pass_policy="qualified", judge=spec, backends=backends) as client:
-        plain = await graded(client, agent, DIAGNOSIS)
-        yes = {"question_id": "D3-Q3", "answer": "yes", "reason": "scope is named"}
-        await _override(client, plain["id"], adj, yes)
-        before = (await client.get(f"/v1/gradings/{plain['id']}", headers=adj)).json()
-        assert (before["held"], before["passed"]) == (True, None)
-        request = {"judge": new, "mode": "promote"}
-        job = (await client.post("/v1/regrade-jobs", json=request, headers=admin)).json()
-        assert (await _finished(client, admin, job["id"]))["state"] == "done", job
-        listed = (await client.get("/v1/gradings", headers=adj)).json()["items"]
-        [current] = [g for g in listed if g["submission_id"] == plain["submission_id"]]
-        assert current["id"] != plain["id"] and current["provisional"] is True
-        assert current["judge_passed"] is False and current["yes_count"] == 7
-        assert (current["held"], current["passed"]) == (True, None), current
-        assert "judge_not_qualified" in current["review_reasons"], current
-        assert current["needs_review"] is True, current

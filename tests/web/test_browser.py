@@ -174,8 +174,7 @@ def test_adjudicating_by_keyboard_flips_the_verdict_and_a_stale_page_loses_nothi
     ada.keyboard.type("names user-service as the origin")
     with ada.expect_navigation():
         ada.keyboard.press("Enter")
-    # a pass now, held for a human as the judge's own would be: the judge is uncalibrated
-    assert ada.text_content("[data-testid=effective-verdict]") == "HELD"
+    assert ada.text_content("[data-testid=effective-verdict]") == "PASS"
     assert "grading.overridden" in ada.text_content("[data-testid=history]")
 
     bob.fill("[data-testid=reason-D2-Q1]", "Bob's reason, typed before Ada saved")
