@@ -22,7 +22,6 @@ __all__ = [
     "hold_explanation",
     "holding_reasons",
     "holds_pass",
-    "policy_holds",
 ]
 
 
@@ -108,14 +107,6 @@ def holding_reasons(reasons: Iterable[str]) -> tuple[str, ...]:
 def holds_pass(reasons: Iterable[str]) -> bool:
     """Whether a pass by the rule waits for a human verdict, given the review reasons."""
     return any(reason in HOLDING_REASONS for reason in reasons)
-
-
-def policy_holds(pass_policy: str, *, provisional: bool) -> bool:
-    """Whether the pass policy (``SRE_JUDGE_PASS_POLICY``) holds a pass of a grading's
-    judge for a human (review reason ``judge_not_qualified``): under ``qualified`` (the
-    default) every pass of a judge no calibration run qualified (a provisional
-    grading); under ``unflagged`` none."""
-    return provisional and pass_policy == "qualified"
 
 
 def hold_explanation(reasons: Iterable[str]) -> str:

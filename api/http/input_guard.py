@@ -134,6 +134,10 @@ def not_utf8(text: str) -> bool:
     return any("\udc80" <= ch <= "\udcff" for ch in text)
 
 
+#: a byte outside ASCII
+_NOT_ASCII = re.compile(rb"[\x80-\xff]")
+
+
 def percent_encoded(query: bytes) -> bytes:
     """``query`` with each byte outside ASCII percent-encoded, as a client should have
     sent it: the routes' parser reads such bytes as Latin-1, so ``café`` sent unencoded
@@ -142,9 +146,6 @@ def percent_encoded(query: bytes) -> bytes:
     if query.isascii():
         return query
     return _NOT_ASCII.sub(lambda byte: b"%%%02X" % byte[0][0], query)
-
-
-_NOT_ASCII = re.compile(rb"[\x80-\xff]")
 
 
 def bound_query_dates(query: bytes) -> bytes:

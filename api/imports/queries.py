@@ -354,10 +354,8 @@ class ImportQueries:
             )
             .order_by(col(o.line), col(o.submission_id))
         )
-        for original, submission in session.execute(query):
-            if _same_file(original.path, attempt.path) and (
-                _cell_difference(original, attempt) is None
-            ):
+        for original, submission in session.execute(query):  # the path is the file's
+            if _cell_difference(original, attempt) is None:
                 return submission
         return None
 
@@ -587,21 +585,21 @@ class ImportQueries:
         known = self._known(session, submitter, submission.idempotency_key)
         if known is None and (earlier := sregym_earlier_key(attempt)) is not None:
             known = self._known(session, submitter, earlier)  # stored by an earlier version
-        if known is None:
-            known = self._moved_up(session, attempt)  # a line higher in an export
-        if known is not None:
-            truth_given = not isinstance(problems, RegisteredGroundTruths)
-            differs = self._attempt_difference(
-                session, known, submission, attempt, truth_given=truth_given
+        truth_given = not isinstance(problems, RegisteredGroundTruths)
+
+        def difference(stored: SubmissionRecord) -> str | None:
+            return self._attempt_difference(
+                session, stored, submission, attempt, truth_given=truth_given
             )
-            if differs is not None and attempt.attempt is None:
-                # its line is another imported row's: an export moved it up onto it
-                moved = self._moved_up(session, attempt)
-                if moved is not None:
-                    known = moved
-                    differs = self._attempt_difference(
-                        session, known, submission, attempt, truth_given=truth_given
-                    )
+
+        differs = None if known is None else difference(known)
+        if known is None or differs is not None:
+            # a row without an attempt number an export moved up a line: its key finds
+            # nothing, or the attempt imported at its new line
+            moved = self._moved_up(session, attempt)
+            if moved is not None:
+                known, differs = moved, difference(moved)
+        if known is not None:
             if differs is not None:
                 message = (
                     f"{differs}: differs from the attempt with the same run, agent, problem "

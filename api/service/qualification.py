@@ -39,7 +39,7 @@ from api.service.settings import Settings
 from judge.calibration import DEFAULT_GOLD
 from judge.identity import DigestTracker
 from judge.profiles import AskingChoice
-from judge.review_reasons import ReviewReason, policy_holds
+from judge.review_reasons import ReviewReason
 from judge.rubric import Rubric
 from judge.spec import judge_identity, member_specs
 from judge.verdict import GradingResult
@@ -252,7 +252,7 @@ class Qualifications:
         if provisional and in_review_sample(grading_id, self.settings.provisional_review_rate):
             reasons.append(ReviewReason.PROVISIONAL_SAMPLE)
         passed = result.outcome is not None and result.outcome.passed
-        if passed and policy_holds(self.settings.pass_policy, provisional=provisional):
+        if provisional and passed and self.settings.pass_policy == "qualified":
             reasons.append(ReviewReason.JUDGE_NOT_QUALIFIED)
         if len(reasons) != len(result.review_reasons):
             result = result.model_copy(update={"review_reasons": tuple(reasons)})
