@@ -124,10 +124,31 @@ class Assignee:
     name: str
 
 
+def _unscored() -> Any:
+    """Unscored, or graded with no verdict and none held: an SREGym checklist that left
+    questions out beside no success, as earlier versions stored it (graded, its answers
+    kept); every view reads it as unscored (``verdict_label``), so the queue does too."""
+    return or_(
+        col(GradingRecord.status) == "unscored",
+        and_(
+            col(GradingRecord.status) == "graded",
+            col(GradingRecord.passed).is_(None),
+            col(GradingRecord.held).is_not(True),
+        ),
+    )
+
+
+def _is_unscored(grading: GradingRecord) -> bool:
+    """:func:`_unscored` of one grading read."""
+    return grading.status == "unscored" or (
+        grading.status == "graded" and grading.passed is None and not grading.held
+    )
+
+
 def _needs_a_human() -> Any:
     """Unscored, flagged for review, held, decisive or of low confidence."""
     return or_(
-        col(GradingRecord.status) == "unscored",
+        _unscored(),
         col(GradingRecord.needs_review).is_(True),
         col(GradingRecord.held).is_(True),
         and_(col(GradingRecord.status) == "graded", col(GradingRecord.decisive).is_(True)),
@@ -149,7 +170,7 @@ def _unsure(answers: Sequence[AnswerRecord]) -> bool:
 
 def _reason_filter(reason: str) -> Any:
     if reason == _R.UNSCORED:
-        return col(GradingRecord.status) == "unscored"
+        return _unscored()
     if reason == _R.DECISIVE:
         return and_(col(GradingRecord.status) == "graded", col(GradingRecord.decisive).is_(True))
     if reason == _R.LOW_CONFIDENCE:
@@ -182,7 +203,7 @@ def _urgency() -> Any:
     before passes (the queue then lists oldest first)."""
     tier = case(
         (col(GradingRecord.held).is_(True), 0),  # a verdict is missing: before all else
-        (col(GradingRecord.status) == "unscored", 1),
+        (_unscored(), 1),
         (or_(*(_carries(r) for r in LIKELY_WRONG), _low_confidence()), 2),
         (and_(col(GradingRecord.status) == "graded", col(GradingRecord.decisive).is_(True)), 3),
         else_=4,
@@ -352,7 +373,7 @@ class ReviewQueries:
     @staticmethod
     def _reasons(grading: GradingRecord, low_confidence: bool) -> tuple[str, ...]:
         found: list[str] = []
-        if grading.status == "unscored":
+        if _is_unscored(grading):
             found.append(_R.UNSCORED)
         found.extend(r for r in grading.review_reasons or [] if r != _R.UNSCORED)
         if grading.status == "graded" and grading.decisive:

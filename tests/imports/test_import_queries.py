@@ -207,6 +207,32 @@ async def test_a_checklist_leaving_questions_out_without_success_is_unscored_for
         assert "D2-Q3" in submission.metadata_["sregym"]["checklist_text"]
 
 
+async def test_a_partial_checklist_earlier_versions_stored_graded_is_in_the_review_queue(
+    engine: Engine, api_client: Any, tokens: Any, tmp_path: Path
+) -> None:
+    """Such an attempt as earlier versions stored it (graded, with its answers and no
+    verdict) reads as unscored and is in the review queue as unscored, listed by the
+    ``unscored`` reason filter and counted, until a human's verdict decides it."""
+    await import_partial_checklist(engine, tmp_path, as_graded_earlier=True)
+    ada = await tokens("adjudicator", "Ada")
+    async with api_client() as client:
+        [grading] = (await client.get("/v1/gradings", headers=ada)).json()["items"]
+        queue = (await client.get("/v1/review-queue", headers=ada)).json()
+        by_reason = await client.get("/v1/review-queue?reason=unscored", headers=ada)
+        override = await client.post(
+            f"/v1/gradings/{grading['id']}/overrides",
+            headers={**ada, "If-Match": f'"{grading["revision"]}"'},
+            json={"verdict": "fail", "reason": "read it"},
+        )
+        after = (await client.get("/v1/review-queue", headers=ada)).json()["items"]
+    assert (grading["status"], grading["passed"]) == ("graded", None), grading
+    assert [item["grading"]["id"] for item in queue["items"]] == [grading["id"]]
+    assert queue["items"][0]["reasons"][0] == "unscored", queue["items"][0]
+    assert [item["grading"]["id"] for item in by_reason.json()["items"]] == [grading["id"]]
+    assert override.status_code == 201, override.text
+    assert after == []
+
+
 RUN = "2025-06-01_12-00-00"
 GEO = "misconfig_app_hotel_res-localization-1"
 ALL_YES = repr([{"id": f"D{d}-Q{q}", "answer": "Yes"} for d in (1, 2, 3) for q in (1, 2, 3)])
