@@ -107,8 +107,11 @@ async def review_queue(
     cursor: FromQuery[str | None] = None,
     limit: Annotated[int, QueryParameter(ge=1, le=MAX_PAGE)] = 50,
 ) -> dict[str, Any]:
-    """Most urgent first: unscored, unverified evidence, other review reasons, decisive,
-    low confidence. ``blind=true`` hides the judge's answers until you label the item;
+    """Most urgent first: a missing verdict (a held pass, then unscored), then signs that
+    the verdict may be wrong (split votes, low confidence, an overruled yes, contradicting
+    reasoning, suspected injection, failed grounding), then decisive, then flags that ask
+    for a look (unverified evidence, other reasons); within each, failures before passes,
+    then oldest first. ``blind=true`` hides the judge's answers until you label the item;
     ``assigned=me`` keeps the items assigned to you. Each item says who holds it, who it
     is assigned to and who skipped it last with their note, by name. ``limit`` items a
     page; ``next_cursor`` (null on the last page) passed back as ``cursor`` gives the

@@ -42,14 +42,18 @@ class _Unsendable(ValueError):
 
 
 def outcome(grading: dict[str, Any]) -> str:
-    """``pass``, ``fail``, ``held``, ``unscored`` or ``pending`` for a grading object."""
+    """``pass``, ``fail``, ``held``, ``unscored`` or ``pending`` for a grading object; a
+    graded one without a verdict (as earlier imports stored some) is ``unscored``, as
+    every view reads it, never a fail."""
     if grading["status"] == "unscored":
         return "unscored"
     if grading["status"] != "graded":
         return "pending"
     if grading.get("held"):
         return "held"
-    return "pass" if grading.get("passed") else "fail"
+    if grading.get("passed") is None:
+        return "unscored"
+    return "pass" if grading["passed"] else "fail"
 
 
 def worst(outcomes: list[str]) -> int:

@@ -167,10 +167,17 @@ def test_a_graded_verdict_without_a_composite_keeps_its_verdict() -> None:
     assert result["reasoning"].startswith("Verdict: True (no composite).")
 
 
-def test_a_graded_grading_without_a_verdict_is_the_error_shape_never_a_fail() -> None:
+@pytest.mark.parametrize("view", [None, "verdict"])
+def test_a_graded_grading_without_a_verdict_is_the_error_shape_never_a_fail(
+    view: str | None,
+) -> None:
     """A graded grading without a verdict (as earlier imports stored a partial checklist
-    with no success) is SREGym's error shape saying so, never a judgment of "False"."""
-    result = oracle_result(_grading(passed=None, judge_passed=None, composite=None))
+    with no success) is SREGym's error shape saying so, never a judgment of "False",
+    also as a token shown verdicts only reads it."""
+    changes: dict[str, Any] = {"passed": None, "judge_passed": None, "composite": None}
+    if view is not None:
+        changes.update(view=view, held=False)
+    result = oracle_result(_grading(**changes))
     assert set(result) == ERROR_KEYS | JUDGED_AGAINST
     assert result["judgment"] == "Error" and result["success"] is False
     assert result["error"] == "sre-judge grading g1 is graded without a verdict"

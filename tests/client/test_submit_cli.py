@@ -52,6 +52,8 @@ def test_outcomes_map_to_exit_statuses_and_the_most_serious_wins() -> None:
     assert outcome(graded) == "pass"
     assert outcome({**graded, "passed": False}) == "fail"
     assert outcome({**graded, "passed": None, "held": True}) == "held"
+    # graded without a verdict (as earlier imports stored some): no verdict, never a fail
+    assert outcome({**graded, "passed": None}) == "unscored"
     assert outcome({"status": "unscored"}) == "unscored"
     assert outcome({"status": "pending"}) == "pending"
     assert [EXIT_CODES[n] for n in ("pass", "fail", "usage", "unscored", "held")] == [0, 1, 2, 3, 4]

@@ -149,8 +149,6 @@ def oracle_result(grading: Grading) -> dict[str, Any]:
     ``composite_score`` None, the answers it has. A graded one without a verdict (stored
     by earlier imports): the error shape, never a fail.
     """
-    if grading.status == "graded" and grading.view == "verdict":
-        return _verdict_only(grading)
     if grading.status != "graded":
         reason = grading.unscored_reason or grading.pending_reason or grading.status
         error = _error(f"sre-judge grading {grading.id} is {grading.status} ({reason})")
@@ -158,6 +156,8 @@ def oracle_result(grading: Grading) -> dict[str, Any]:
     if grading.passed is None and not grading.held:
         error = _error(f"sre-judge grading {grading.id} is graded without a verdict")
         return {**error, **_judged_against(grading)}
+    if grading.view == "verdict":
+        return _verdict_only(grading)
     composite = None if grading.composite is None else round(grading.composite, 2)
     success = grading.passed is True
     checklist = [
