@@ -142,9 +142,9 @@ def _snippet(diagnosis: str) -> str:
     return first if len(first) <= _SNIPPET else first[: _SNIPPET - 1] + "…"
 
 
-def _age(created_at: datetime, now: datetime) -> str:
-    """How long ago, in the largest whole unit: 40 s, 12 min, 3 h, 5 d."""
-    seconds = max(0, int((now - created_at).total_seconds()))
+def _age(since: datetime, now: datetime) -> str:
+    """How long ago ``since`` was, in the largest whole unit: 40 s, 12 min, 3 h, 5 d."""
+    seconds = max(0, int((now - since).total_seconds()))
     for unit, size in (("d", 86400), ("h", 3600), ("min", 60)):
         if seconds >= size:
             return f"{seconds // size} {unit}"
@@ -160,7 +160,8 @@ async def queue_page(
 ) -> Template:
     """Gradings that need a human, most urgent first, with how many the filtered queue
     holds in all and per reason (every item, also past the ``QUEUE_WINDOW`` rows listed,
-    which the page then says); each row with its agent, model, scenario, age, the
+    which the page then says); each row with its agent, model, scenario, age (since the
+    item was first listed: a promoted regrade keeps it), the
     diagnosis' first line, its reasons and who holds it; how many were reviewed today.
     ``end``: a walk reached the queue's end."""
     params = {k: v for k, v in request.query_params.items() if isinstance(v, str)}
@@ -180,7 +181,7 @@ async def queue_page(
                 item,
                 verdict_label(g),
                 _snippet(g.submission.diagnosis),
-                _age(item.grading.created_at, now),
+                _age(item.grading.listed_at, now),
                 walk_query(filters, item.key, 1, counts.total - position - 1),
             )
             for position, (g, item) in enumerate(rows)

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import String, and_, case, cast, exists, func, or_, select, update
+from sqlalchemy import String, and_, case, cast, exists, func, or_, select, tuple_, update
 from sqlalchemy.orm import Session
 from sqlmodel import col
 
@@ -41,6 +41,7 @@ __all__ = [
     "QueueCounts",
     "QueueFilter",
     "QueuePage",
+    "QueuePlace",
     "ReviewItem",
     "ReviewQueries",
     "ReviewState",
@@ -69,8 +70,9 @@ class ReviewItem:
     #: who holds the item now, by name: None when nobody does (no claim, one run out,
     #: or one made with a token since revoked or expired, which holds nothing)
     holder: str | None = None
-    #: the item's place in the queue's order, signed: a cursor that ``read_page`` takes
-    #: as ``after`` (the items behind it) or ``starting_at`` (it, then those behind it)
+    #: the item's place in the queue's order (:class:`QueuePlace`), signed: a cursor that
+    #: ``read_page`` takes as ``after`` (the items behind it) or ``starting_at`` (it, then
+    #: those behind it)
     key: str = ""
 
 
@@ -215,6 +217,67 @@ def _urgency() -> Any:
 _TIERS = 10
 
 
+@dataclass(frozen=True)
+class QueuePlace:
+    """An item's place in the queue's order: its urgency tier, then its submission's
+    place in the list of gradings (``listed_at``, then the submission's id), then the
+    grading's id.
+
+    ``listed_at`` is when the submission's grading was made, and a promoted regrade item
+    takes the ``listed_at`` of the grading it replaced (``storage.regrade.lifecycle``),
+    as the list of gradings orders them (``storage.gradings.ListPosition``): an item a
+    promotion regrades keeps its place, and its age. The queue holds current gradings
+    only, one a submission, so ``(tier, listed_at, submission_id)`` names the item before
+    and after a promotion; the grading's id, kept in the key, orders nothing further."""
+
+    tier: int
+    listed_at: datetime
+    submission_id: str
+    grading_id: str
+
+    @staticmethod
+    def order(urgency: Any) -> tuple[Any, ...]:
+        """The queue's order, ``urgency`` (the labelled :func:`_urgency`) first."""
+        g = GradingRecord
+        return (urgency, col(g.listed_at), col(g.submission_id), col(g.id))
+
+    def behind(self, *, inclusive: bool) -> Any:
+        """The condition of the items queued behind this place (and the item at it,
+        ``inclusive``, whichever grading of its submission the queue holds now)."""
+        g = GradingRecord
+        # a row value (the columns' own types bind the values), as the list of gradings
+        # compares its places
+        place = tuple_(col(g.listed_at), col(g.submission_id))
+        here = (self.listed_at, self.submission_id)
+        later = place >= here if inclusive else place > here
+        return or_(_urgency() > self.tier, and_(_urgency() == self.tier, later))
+
+    def cursor(self, codec: CursorCodec) -> str:
+        """The signed key of this place (a queue cursor)."""
+        stamp = iso_utc(self.listed_at)
+        return codec.encode([self.tier, stamp, self.submission_id, self.grading_id])
+
+    @classmethod
+    def of_cursor(cls, codec: CursorCodec, cursor: str) -> QueuePlace:
+        """The place a queue cursor ``codec`` signed holds; InvalidCursor for any other,
+        also for one issued when the queue was ordered by the grading's creation time (a
+        client starts again from the first page)."""
+        position = codec.decode(cursor)
+        if len(position) == 3:
+            raise InvalidCursor(
+                "the cursor was issued by an earlier version of the service: "
+                "start again from the first page"
+            )
+        tier = position[0] if len(position) == 4 else None
+        if type(tier) is not int or not 0 <= tier < _TIERS:
+            raise InvalidCursor("the cursor is not one this service issued")
+        stamp, submission_id, grading_id = position[1:]
+        # each id checked as a signed position's id, with the time it was issued with
+        listed_at, grading_id = grading_position([stamp, grading_id])
+        _, submission_id = grading_position([stamp, submission_id])
+        return cls(tier, listed_at, submission_id, grading_id)
+
+
 class ReviewQueries:
     """The queue of gradings that need a human, and claims on them."""
 
@@ -237,7 +300,7 @@ class ReviewQueries:
         another adjudicator holds a valid claim on, under ``filters`` (every one applied
         before the limit), and the cursor of the next page (None on the last). ``after``
         (a page's ``next_cursor``, an item's ``key``) continues strictly after that
-        place in the queue's order (urgency, then created_at, then id); ``starting_at``
+        place in the queue's order (:class:`QueuePlace`); ``starting_at``
         (an item's ``key``) from that place on, the item itself included while it is
         still there. InvalidCursor for a cursor this service did not issue."""
         now = self._db.clock()
@@ -249,12 +312,11 @@ class ReviewQueries:
             filters or QueueFilter(),
         )
         if continues(after):
-            query = query.where(self._behind(after, inclusive=False))
+            query = query.where(self._place(after).behind(inclusive=False))
         if starting_at is not None:
-            query = query.where(self._behind(starting_at, inclusive=True))
+            query = query.where(self._place(starting_at).behind(inclusive=True))
         size = max(1, min(limit, MAX_PAGE))
-        queue_order = (urgency, col(GradingRecord.created_at), col(GradingRecord.id))
-        query = query.order_by(*queue_order).limit(size + 1)
+        query = query.order_by(*QueuePlace.order(urgency)).limit(size + 1)
         rows = list(session.execute(query).all())
         more, rows = len(rows) > size, rows[:size]
         order = (col(AnswerRecord.grading_id), col(AnswerRecord.position))
@@ -268,7 +330,7 @@ class ReviewQueries:
                 claim=c,
                 ground_truth=graded_ground_truth(session, g, s),
                 holder=None if c is None or dead_claim else c.holder(now),
-                key=self._cursors.encode([int(tier), iso_utc(g.created_at), g.id]),
+                key=QueuePlace(int(tier), g.listed_at, g.submission_id, g.id).cursor(self._cursors),
             )
             for g, s, c, tier, dead_claim in rows
         ]
@@ -290,7 +352,7 @@ class ReviewQueries:
         counted = [func.count(case((_reason_filter(r.value), 1))) for r in ReviewReason]
         query = self._queued(select(func.count(), *counted), principal_id, filters or QueueFilter())
         if continues(after):
-            query = query.where(self._behind(after, inclusive=False))
+            query = query.where(self._place(after).behind(inclusive=False))
         total, *each = session.execute(query).one()
         by_reason = {r.value: int(n) for r, n in zip(ReviewReason, each, strict=True)}
         return QueueCounts(total=int(total), by_reason=by_reason)
@@ -340,28 +402,10 @@ class ReviewQueries:
             query = query.where(col(GradingRecord.provisional).is_(f.provisional))
         return query
 
-    def _behind(self, cursor: str, *, inclusive: bool) -> Any:
-        """The condition of the items queued behind the place ``cursor`` names (and the
-        item at it, ``inclusive``), in the queue's order."""
-        tier, created_at, grading_id = self._position(cursor)
-        same_time = (
-            col(GradingRecord.id) >= grading_id if inclusive else col(GradingRecord.id) > grading_id
-        )
-        later = or_(
-            col(GradingRecord.created_at) > created_at,
-            and_(col(GradingRecord.created_at) == created_at, same_time),
-        )
-        return or_(_urgency() > tier, and_(_urgency() == tier, later))
-
-    def _position(self, cursor: str) -> tuple[int, datetime, str]:
-        """The ``(urgency, created_at, id)`` of the item a queue cursor was issued after;
-        InvalidCursor unless this service signed it for the review queue."""
-        position = self._cursors.decode(cursor)
-        tier = position[0] if position else None
-        if type(tier) is not int or not 0 <= tier < _TIERS or len(position) != 3:
-            raise InvalidCursor("the cursor is not one this service issued")
-        created_at, grading_id = grading_position(position[1:])
-        return tier, created_at, grading_id
+    def _place(self, cursor: str) -> QueuePlace:
+        """The place a queue cursor names; InvalidCursor unless this service signed it
+        for the review queue (:meth:`QueuePlace.of_cursor`)."""
+        return QueuePlace.of_cursor(self._cursors, cursor)
 
     async def reviewed_since(
         self, since: datetime, *, agent: str | None = None, scenario_id: str | None = None

@@ -1,9 +1,11 @@
 """Skipping from the grading page during a walk, and assigning from the queue page: the
-walk goes on without revisiting, notes and assignees are shown by name to everyone. An
-override, a failure tag or a blind label on an item of the walk keeps the walk."""
+walk goes on without revisiting (also an item a promote regrade replaced meanwhile),
+notes and assignees are shown by name to everyone. An override, a failure tag or a blind
+label on an item of the walk keeps the walk."""
 
 from __future__ import annotations
 
+import asyncio
 import html
 import re
 from typing import Any
@@ -18,10 +20,12 @@ DIAGNOSIS = "The user-service deployment in hotel sets USER_PORT=9999; the front
 QUEUED = sregym_reply(set(IDS[:3]), evidence="not in the diagnosis at all")
 
 
-async def _submit(client: Any, headers: dict[str, str], diagnosis: str, agent: str) -> str:
+async def _submit(
+    client: Any, headers: dict[str, str], diagnosis: str, agent: str, run_id: str | None = None
+) -> str:
     response = await client.post(
         "/v1/submissions?wait=10",
-        json={"diagnosis": diagnosis, "ground_truth": TRUTH, "agent": agent},
+        json={"diagnosis": diagnosis, "ground_truth": TRUTH, "agent": agent, "run_id": run_id},
         headers=headers,
     )
     assert response.status_code == 201, response.text
@@ -92,6 +96,70 @@ async def test_skipping_walks_on_once_and_leaves_the_note_for_others(
             f"/gradings/{visited[0]}/skip", data={"_csrf": bob_csrf, "note": "x" * 2001}
         )
         assert too_long.status_code == 422 and "note" in too_long.text
+
+
+async def _skip_on(c: Any, csrf: str, location: str) -> str:
+    """Skip the item ``location`` opens, as its page's Skip form does; where the walk
+    goes next."""
+    grading_id = _opened(location)
+    page = (await c.get(location)).text
+    form = page.split('data-testid="skip"', 1)[1].split("</form>", 1)[0]
+    walk = dict(re.findall(r'<input type="hidden" name="(q\.[^"]+)" value="([^"]*)"', form))
+    skipped = await c.post(
+        f"/gradings/{grading_id}/skip",
+        data={"_csrf": csrf, "note": "later", **walk},
+        follow_redirects=False,
+    )
+    assert skipped.status_code == 303, skipped.text
+    onward = await c.get(skipped.headers["location"], follow_redirects=False)
+    return str(onward.headers["location"])
+
+
+async def test_a_walk_does_not_visit_a_skipped_item_again_after_a_promote_replaces_it(
+    api_client: Any, tokens: Any
+) -> None:
+    """Ada skips the first item; while she is on the second, a promote regrade of the
+    first item's run replaces its grading (still queued, her skip note on it: a review in
+    progress follows the item). Skipping on, the walk ends after the third item: the
+    first keeps its place in the queue, before the items already walked."""
+    agent, admin = await tokens("submitter"), await tokens("admin", "Root")
+    ada = await tokens("adjudicator", "Ada")
+    spec = "openai:scripted@http://127.0.0.1:9/v1"
+    async with api_client(**scripted_judge(*[QUEUED] * 4)) as c:
+        made = [
+            await _submit(c, agent, f"{DIAGNOSIS} Attempt {n}.", "beta", run_id=f"run-{n}")
+            for n in range(3)
+        ]
+        csrf = await sign_in(c, ada)
+        location = (await c.get("/queue/next", follow_redirects=False)).headers["location"]
+        assert _opened(location) == made[0]
+        location = await _skip_on(c, csrf, location)
+        assert _opened(location) == made[1]
+
+        job = await c.post(
+            "/v1/regrade-jobs",
+            json={"judge": spec, "mode": "promote", "filter": {"run_id": "run-0"}},
+            headers=admin,
+        )
+        assert job.status_code == 201, job.text
+        for _ in range(100):
+            state = (await c.get(f"/v1/regrade-jobs/{job.json()['id']}", headers=admin)).json()
+            if state["state"] == "done":
+                break
+            await asyncio.sleep(0.05)
+        replaced = (await c.get(f"/v1/gradings/{made[0]}", headers=ada)).json()["superseded_by"]
+        assert replaced, "the first item's grading was replaced"
+        queued = (await c.get("/v1/review-queue", headers=ada)).json()["items"]
+        assert [i["grading"]["id"] for i in queued] == [replaced, made[1], made[2]]
+        assert queued[0]["skipped"]["by"] == "Ada"
+
+        visited = [made[0], made[1]]
+        location = await _skip_on(c, csrf, location)
+        while location.startswith("/gradings/") and len(visited) < 6:
+            visited.append(_opened(location))
+            location = await _skip_on(c, csrf, location)
+    assert visited == made
+    assert location == "/queue?end=true"
 
 
 async def test_assigning_from_the_queue_page_and_the_assigned_to_me_filter(
