@@ -42,6 +42,8 @@ from storage.storable import unstorable
 
 __all__ = [
     "MAX_MEMBERS",
+    "MAX_NAME_BYTES",
+    "MAX_PATH_BYTES",
     "MAX_UNPACKED_BYTES",
     "PROBLEMS_FILES",
     "ArchiveKind",
@@ -95,6 +97,13 @@ def _wanted(path: PurePosixPath) -> bool:
     return is_csv_file(path) or path.name in PROBLEMS_FILES
 
 
+#: the longest folder or file name (UTF-8 bytes) a file system takes (Linux's NAME_MAX)
+MAX_NAME_BYTES = 255
+#: the longest path inside a results folder, well within Linux's PATH_MAX (4,096) with
+#: the temporary folder an archive is unpacked to
+MAX_PATH_BYTES = 1024
+
+
 def relative_path(name: str, *, top: bool = False) -> PurePosixPath:
     """``name`` as a relative path inside a results folder, else UnsafeArchive: the one
     rule for an archive's entries, an imported row's file and an export's files.
@@ -105,7 +114,9 @@ def relative_path(name: str, *, top: bool = False) -> PurePosixPath:
     archive's own top, has no parts and is accepted as such). Any other colon is fine: a
     run folder named by its time (``2025-06-01T12:00:00``) is a legal name on Linux and
     macOS. ``./`` prefixes are dropped, as ``tar czf x.tgz -C results .`` writes every
-    name with one."""
+    name with one. A folder or file name longer than a file system takes
+    (:data:`MAX_NAME_BYTES` of UTF-8), or a path longer than :data:`MAX_PATH_BYTES`, is
+    refused too: it could not be unpacked."""
     if "\\" in name or "\x00" in name:
         raise UnsafeArchive(f"{name!r}: a name with a backslash or NUL")
     if unstorable(name) is not None:  # no database stores it, no JSON answer shows it
@@ -119,6 +130,12 @@ def relative_path(name: str, *, top: bool = False) -> PurePosixPath:
         raise UnsafeArchive(f"{name!r}: a path leaving the archive (..)")
     if not path.parts and not top:
         raise UnsafeArchive(f"{name!r}: an empty name")
+    if any(len(part.encode()) > MAX_NAME_BYTES for part in path.parts):
+        raise UnsafeArchive(
+            f"{name[:80]!r}...: a folder or file name longer than {MAX_NAME_BYTES} bytes"
+        )
+    if len(name.encode()) > MAX_PATH_BYTES:
+        raise UnsafeArchive(f"{name[:80]!r}...: a path longer than {MAX_PATH_BYTES} bytes")
     return path
 
 

@@ -407,6 +407,17 @@ UNSAFE = {
     "not an archive": (b"plain text", TAR, "not a readable"),
     # a tar made where names are Latin-1: no database stores the name, no answer shows it
     "a name that is not UTF-8": (tar_gz({"r/ag\udcffent/p/results.csv": CSV}), TAR, "not UTF-8"),
+    # a folder name no file system takes (100 characters, 300 bytes), a path too long
+    "a folder name past 255 bytes": (
+        tar_gz({f"r/{'日' * 100}/p/results.csv": CSV}),
+        TAR,
+        "longer than 255 bytes",
+    ),
+    "a path past 1024 bytes": (
+        _zip({"/".join(["a" * 200] * 6) + "/results.csv": CSV}),
+        {"Content-Type": "application/zip"},
+        "a path longer than 1024 bytes",
+    ),
     **{
         f"a zip member {what}": (
             _unreadable_zip(flaw),
