@@ -104,8 +104,6 @@ def _bounded_part(part: bytes) -> bytes:
     name, sep, value = part.partition(b"=")
     if not sep or not _DATE_PARAM.search(unquote_plus(name.decode("latin-1"))):
         return part
-    if not value:
-        return b""  # an empty bound is no bound, as every other empty filter is none
     try:
         when = parse_datetime_text(unquote_plus(value.decode("utf-8")))
     except ValueError:
@@ -152,11 +150,10 @@ def percent_encoded(query: bytes) -> bytes:
 
 def bound_query_dates(query: bytes) -> bytes:
     """``query`` with each date bound of a filter written in full as UTC, within the
-    stored years, and an empty one left out (other parameters byte for byte as sent)."""
+    stored years (other parameters byte for byte as sent)."""
     if b"created_" not in query:
         return query
-    parts = (_bounded_part(part) for part in query.split(b"&"))
-    return b"&".join(part for part in parts if part)
+    return b"&".join(_bounded_part(part) for part in query.split(b"&"))
 
 
 #: request headers whose values are stored (or compared with stored values)
