@@ -4,7 +4,10 @@ Imports are idempotent: each submission carries an idempotency key derived from 
 came from (SREGym: run, agent, problem, attempt; JSONL: the line's content), so
 importing the same input again stores nothing twice, and an SREGym attempt met in
 several of its files is one submission (already imported after the first), as is a row
-without an attempt number that an export moved up its file (the same cells). An SREGym
+without an attempt number that an export moved up or down its file (the same cells; a
+line another problem's attempt was imported at is not that attempt's). A row of the
+service's own export whose verdict columns it rewrote from another grading (another
+judge's, or a human override) is already imported too. An SREGym
 attempt that this service graded itself (its row names a grading of this database, as
 the client's SREGym drop-in writes it, and that grading's submission is the attempt's:
 its diagnosis, problem and agent) is no new submission: it is counted graded here.
@@ -31,7 +34,7 @@ from __future__ import annotations
 
 import re
 import sys
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any, NamedTuple
 
@@ -44,10 +47,13 @@ from api.imports.jsonl import JsonlLine
 from api.imports.problems import ImportProblem
 from api.imports.report import BATCH, ImportAborted, ImportProgress, ImportReport, read_batches
 from api.imports.rows import (
+    JSONL_KEY,
     jsonl_submission,
+    jsonl_time_filled_in,
     sregym_diagnosis,
     sregym_earlier_key,
     sregym_grading,
+    sregym_key,
     sregym_submission,
 )
 from api.imports.sregym import SregymAttempt, kept_cells
@@ -60,6 +66,7 @@ from storage.catalog import CatalogRepository
 from storage.database import AuditBatch, Database, hold_named_lock
 from storage.errors import database_fault
 from storage.imports.tables import SregymOriginalRowRecord
+from storage.imports.verdicts import VERDICT_COLUMNS, verdict_rewritten
 from storage.scenarios import ScenarioSpec
 from storage.tables import GradingRecord, ScenarioRecord, SubmissionRecord, new_id
 
@@ -86,6 +93,11 @@ class RegisteredGroundTruths(dict[str, str]):
     SREGym import that has no problems file: its rows give no ground truth of their own,
     so an attempt imported before is not compared on its ground truth (the scenario's
     may have been edited since; the attempt keeps the one it was imported with)."""
+
+
+class _Met(dict[str, dict[str, int]]):
+    """The attempts without an attempt number an SREGym import met, by file (its path
+    from the run folder on): each one's submission id and its line there."""
 
 
 class _Importer(NamedTuple):
@@ -167,18 +179,40 @@ def _line_difference(known: SubmissionRecord, new: SubmissionRecord, *, dated: b
 
 
 def _cell_difference(
-    original: SregymOriginalRowRecord, attempt: SregymAttempt, *, skip: str | None = None
+    original: SregymOriginalRowRecord, attempt: SregymAttempt, *, skip: Collection[str] = ()
 ) -> str | None:
     """The first column (in the order of the attempt's file) in which ``attempt``'s cells
-    differ from the kept row ``original``'s, ``skip`` aside, or None when they are the
-    same. Compared redacted, as the attempt's cells are (a row kept by a version that did
+    differ from the kept row ``original``'s, the columns ``skip`` aside, or None when they
+    are the same. Compared redacted, as the attempt's cells are (a row kept by a version that did
     not redact them all too); a column of another file's header that the row has no cell
     in is empty: SREGym writes each file's header over every row written so far."""
     kept = kept_cells(original.cells)
     for column in sorted(set(kept) | set(attempt.cells), key=_column_order(attempt)):
-        if column != skip and (kept.get(column) or "") != (attempt.cells.get(column) or ""):
+        if column not in skip and (kept.get(column) or "") != (attempt.cells.get(column) or ""):
             return column
     return None
+
+
+def _kept_difference(
+    session: Session,
+    original: SregymOriginalRowRecord,
+    attempt: SregymAttempt,
+    *,
+    skip: Collection[str] = (),
+) -> str | None:
+    """As :func:`_cell_difference`, the :data:`VERDICT_COLUMNS` aside where an export
+    writes them from another grading than SREGym's own (:func:`verdict_rewritten`): the
+    row is then the service's export of the attempt, its verdict as shown there."""
+    differs = _cell_difference(original, attempt, skip=skip)
+    if differs in VERDICT_COLUMNS and verdict_rewritten(session, original.submission_id):
+        return _cell_difference(original, attempt, skip={*skip, *VERDICT_COLUMNS})
+    return differs
+
+
+def _line_and_problem_key(attempt: SregymAttempt) -> str:
+    """The idempotency key of a row without an attempt number whose line's key
+    (``sregym_key``) another problem's attempt holds: its file, line and problem."""
+    return sregym_key(f"{attempt.path}:{attempt.line}/{attempt.problem_id}")
 
 
 def _graded_attempt(
@@ -309,11 +343,8 @@ class ImportQueries:
         (the same run, agent, problem and attempt), or None when it is the same.
         ``truth_given``: a problems file gives the attempt's ground truth, which differs
         when it is not the stored one; else (:class:`RegisteredGroundTruths`) the import
-        gives none, and only the row's cells are compared. A row without an attempt
-        number is keyed by its file and line, which may find another problem's attempt:
-        its problem differs."""
-        if known.scenario_id != new.scenario_id:
-            return "problem_id"
+        gives none, and only the row's cells are compared (:func:`_kept_difference`: the
+        verdict columns an export rewrote aside)."""
         if known.diagnosis != new.diagnosis:
             return "Diagnosis.submission"
         if truth_given and known.ground_truth_sha256 != new.ground_truth_sha256:
@@ -324,17 +355,22 @@ class ImportQueries:
         original = session.execute(first).scalar()
         if original is None:
             return None
-        return _cell_difference(original, attempt, skip="problem_id")
+        return _kept_difference(session, original, attempt, skip=("problem_id",))
 
     @staticmethod
-    def _moved_up(session: Session, attempt: SregymAttempt) -> SubmissionRecord | None:
+    def _moved(
+        session: Session, attempt: SregymAttempt, met: Mapping[str, int]
+    ) -> SubmissionRecord | None:
         """The imported attempt without an attempt number that ``attempt`` (a row without
         one, whose key finds nothing or an attempt it differs from: another row imported
-        at its line) is, moved up in its file by an export that left a row before it out
-        (a refused row, a stale copy in conflict, a filter): the one with a kept row in
-        the same file (:func:`_same_file`), at the row's line or a later one (rows only
-        move up), whose every cell is the row's; the nearest such line. None: a new
-        attempt (a row appended after the kept ones is never one of them)."""
+        at its line) is, moved in its file: up by an export that left a row before it out
+        (a refused row, a stale copy in conflict, a filter), or down where a filtered
+        export was imported before the whole file. The one with a kept row in the same
+        file (:func:`_same_file`) whose every cell is the row's (:func:`_kept_difference`),
+        at the nearest line (a later one first); ``met``: the attempts this import met in
+        the file, each at its line, where no other row of the file is (an attempt is one
+        row of a file: a row repeating the cells of one met on another line is another
+        attempt). None: a new attempt."""
         if attempt.attempt is not None:
             return None
         o, s = SregymOriginalRowRecord, SubmissionRecord
@@ -346,7 +382,6 @@ class ImportQueries:
                 col(s.scenario_id) == attempt.problem_id,
                 col(s.run_id).is_(None) if not attempt.run else col(s.run_id) == attempt.run,
                 col(s.attempt).is_(None),
-                col(o.line) >= attempt.line,
                 or_(
                     col(o.path) == attempt.path,
                     col(o.path).endswith(f"/{attempt.path}", autoescape=True),
@@ -354,8 +389,14 @@ class ImportQueries:
             )
             .order_by(col(o.line), col(o.submission_id))
         )
-        for original, submission in session.execute(query):  # the path is the file's
-            if _cell_difference(original, attempt) is None:
+
+        def distance(row: tuple[SregymOriginalRowRecord, SubmissionRecord]) -> tuple[int, bool]:
+            return abs(row[0].line - attempt.line), row[0].line < attempt.line
+
+        for original, submission in sorted(session.execute(query).tuples(), key=distance):
+            if met.get(submission.id, attempt.line) != attempt.line:
+                continue  # the row of another line of this file
+            if _kept_difference(session, original, attempt) is None:  # the path is the file's
                 return submission
         return None
 
@@ -479,7 +520,7 @@ class ImportQueries:
         whole (``sregym_original_row``) for the export; ``progress`` after each batch.
         """
 
-        by = _Importer(actor, job_id)
+        by, met = _Importer(actor, job_id), _Met()
 
         def write(session: Session, item: Any, report: ImportReport, audits: AuditBatch) -> None:
             report.rows += 1
@@ -492,7 +533,7 @@ class ImportQueries:
                 report.problems.append(ImportProblem(item.source, message, field="problem_id"))
             else:
                 self._import_attempt(
-                    session, item, problems, rubric, by, report, audits, refuse_ground_truth
+                    session, item, problems, rubric, by, report, audits, refuse_ground_truth, met
                 )
 
         report = ImportReport()
@@ -557,6 +598,44 @@ class ImportQueries:
             message = f"the database refused the row: {type(cause).__name__}: {str(cause)[:200]}"
             report.problems.append(ImportProblem(_where(item), message))
 
+    def _imported_as(
+        self,
+        session: Session,
+        attempt: SregymAttempt,
+        submission: SubmissionRecord,
+        in_file: Mapping[str, int],
+        truth_given: bool,
+    ) -> tuple[SubmissionRecord | None, str | None]:
+        """The stored attempt ``attempt`` (to be stored as ``submission``) repeats, and the
+        first column it differs in (:meth:`_attempt_difference`); (None, None): a new
+        attempt. Found by its key (or the key an earlier version stored it under); a row
+        without an attempt number whose line's key another problem's attempt holds is not
+        that attempt, and is keyed by its line and problem (``submission`` so rekeyed);
+        one whose key finds nothing or an attempt it differs from is looked for where its
+        line moved (:meth:`_moved`, ``in_file`` the attempts this import met in its file)."""
+        submitter = submission.submitted_by
+        assert submission.idempotency_key is not None
+        known = self._known(session, submitter, submission.idempotency_key)
+        if known is None and (earlier := sregym_earlier_key(attempt)) is not None:
+            known = self._known(session, submitter, earlier)  # stored by an earlier version
+        if known is not None and known.scenario_id != submission.scenario_id:
+            # a line another problem's attempt was imported at (a filtered export, then
+            # the whole file)
+            submission.idempotency_key = _line_and_problem_key(attempt)
+            known = self._known(session, submitter, submission.idempotency_key)
+
+        def difference(stored: SubmissionRecord) -> str | None:
+            return self._attempt_difference(
+                session, stored, submission, attempt, truth_given=truth_given
+            )
+
+        differs = None if known is None else difference(known)
+        if known is None or differs is not None:
+            moved = self._moved(session, attempt, in_file)
+            if moved is not None:
+                return moved, difference(moved)
+        return known, differs
+
     def _import_attempt(
         self,
         session: Session,
@@ -567,7 +646,11 @@ class ImportQueries:
         report: ImportReport,
         audits: AuditBatch,
         refuse_ground_truth: str | None,
+        met: _Met,
     ) -> None:
+        """Store ``attempt`` with SREGym's verdict, or count it already imported, or report
+        it as a conflict with the attempt it repeats; ``met``: the attempts without an
+        attempt number this import met, by file (:meth:`_moved`), this one added."""
         truth, now, submitter = problems[attempt.problem_id], self._db.clock(), SREGYM_SUBMITTER
         version = self._ensure_scenario(session, attempt.problem_id, truth, by, audits)
         if version is None and refuse_ground_truth is not None:
@@ -581,24 +664,9 @@ class ImportQueries:
             attempt, truth, scenario_id=attempt.problem_id, actor=submitter, at=now
         )
         submission.scenario_version = version
-        assert submission.idempotency_key is not None
-        known = self._known(session, submitter, submission.idempotency_key)
-        if known is None and (earlier := sregym_earlier_key(attempt)) is not None:
-            known = self._known(session, submitter, earlier)  # stored by an earlier version
+        in_file = met.setdefault(attempt.path, {}) if attempt.attempt is None else {}
         truth_given = not isinstance(problems, RegisteredGroundTruths)
-
-        def difference(stored: SubmissionRecord) -> str | None:
-            return self._attempt_difference(
-                session, stored, submission, attempt, truth_given=truth_given
-            )
-
-        differs = None if known is None else difference(known)
-        if known is None or differs is not None:
-            # a row without an attempt number an export moved up a line: its key finds
-            # nothing, or the attempt imported at its new line
-            moved = self._moved_up(session, attempt)
-            if moved is not None:
-                known, differs = moved, difference(moved)
+        known, differs = self._imported_as(session, attempt, submission, in_file, truth_given)
         if known is not None:
             if differs is not None:
                 message = (
@@ -608,11 +676,13 @@ class ImportQueries:
                 report.conflicts.append(ImportProblem(attempt.source, message, field=differs))
                 return
             self._keep_original(session, known.id, attempt, known=True)
+            in_file[known.id] = attempt.line
             report.already_imported += 1
             return
         session.add(submission)
         session.flush()
         self._keep_original(session, submission.id, attempt)
+        in_file[submission.id] = attempt.line
         grading_id = None
         if attempt.outcome == "diagnosed":
             grading, answers = sregym_grading(
@@ -726,16 +796,19 @@ class ImportQueries:
         # before they could carry one, so importing an old file again changes nothing
         fields = item.model_dump(mode="json", exclude={"trace"} if item.trace is None else None)
         content = sha256_hex(canonical_json(fields))
-        key = f"jsonl:{content}"
+        key = f"{JSONL_KEY}{content}"
         if self._known(session, submitter, key) is not None:
             report.already_imported += 1
             return
         submission = jsonl_submission(line, truth or "", actor=submitter, content=content, now=now)
         same = self._same_attempt(session, submission)
         if same is not None:
-            # the stored line gave no time when its content is this line's without one
+            # times compare when both lines gave one: the stored row tells whether its
+            # import dated it; one stored before it told gave none when its content is
+            # this line's without a time
             undated = sha256_hex(canonical_json({**fields, "created_at": None}))
-            dated = item.created_at is not None and same.request_hash != undated
+            stored_dated = not jsonl_time_filled_in(same) and same.request_hash != undated
+            dated = item.created_at is not None and stored_dated
             differs = _line_difference(same, submission, dated=dated)
             if differs is None:
                 report.already_imported += 1

@@ -4,9 +4,10 @@ SREGym's verdict becomes a grading by the external judge ``sregym``: status grad
 its checklist as answers, its success and composite as they were, current; unscored,
 with its reason, where the checklist is unreadable, is SREGym's default for a judge
 reply it could not parse (nine "No" that are no verdict), is the empty one beside a
-verdict alone that the client's SREGym drop-in writes for a token shown verdicts only
-(``sregym_verdict_only``: no answers to grade by, and a graded grading here always has
-them; SREGym's success stays in the submission's ``metadata.sregym``), or leaves
+verdict alone (``sregym_verdict_only``: the client's SREGym drop-in writes it for a
+token shown verdicts only, an export for an attempt a human's verdict decided; no
+answers to grade by, and a graded grading here always has them; SREGym's success stays
+in the submission's ``metadata.sregym``), or leaves
 questions out beside no ``Diagnosis.success`` (``sregym_checklist_incomplete``: no
 verdict of SREGym's to keep, and the rule needs every answer; its checklist stays in
 the submission's ``metadata.sregym``), so a graded one always has a verdict and an
@@ -35,7 +36,9 @@ from storage.overrides import imported_figures
 from storage.tables import AnswerRecord, GradingRecord, SubmissionRecord, new_id
 
 __all__ = [
+    "JSONL_KEY",
     "jsonl_submission",
+    "jsonl_time_filled_in",
     "run_started_at",
     "screened",
     "sregym_diagnosis",
@@ -47,6 +50,8 @@ __all__ = [
 
 #: the longest idempotency key stored
 _MAX_KEY = 256
+#: what begins the idempotency key of a JSONL line's submission, before its content hash
+JSONL_KEY = "jsonl:"
 
 
 def screened(
@@ -263,7 +268,19 @@ def jsonl_submission(
         # the import's mark (the audit event records the import either way)
         metadata_={"source": "jsonl", **item.metadata},
         submitted_by=actor,
-        idempotency_key=f"jsonl:{content}",
-        request_hash=content,
+        idempotency_key=f"{JSONL_KEY}{content}",
+        # a time the import fills in is no part of the line's content (the key's): the
+        # request is then the content with that time, so the row tells the line gave none
+        request_hash=content
+        if item.created_at is not None
+        else sha256_hex(canonical_json([content, now.isoformat()])),
         created_at=item.created_utc() or now,
     )
+
+
+def jsonl_time_filled_in(stored: SubmissionRecord) -> bool:
+    """Whether the import of the JSONL submission ``stored`` dated it because its line gave
+    no ``created_at`` (its request hash is not its key's content hash). False too for a
+    row stored before imports recorded it, whose request hash is its content hash either
+    way."""
+    return stored.request_hash != (stored.idempotency_key or "").removeprefix(JSONL_KEY)

@@ -12,8 +12,10 @@ no results file and is skipped. ``Diagnosis.dimensions`` and
 ``ast.literal_eval``, never ``eval``. A row the client's SREGym drop-in
 (``sre_judge_client.sregym``) wrote names the grading of this service it reports, in the
 drop-in's own sentence that ends (or error that starts) ``Diagnosis.reasoning``: that
-id is read as a UUID and nothing else (:func:`_named_grading`), and a row of it that
-holds the verdict alone (an empty checklist) is told apart from an unreadable one. The
+id is read as a UUID and nothing else (:func:`_named_grading`). A row that holds a
+verdict alone (an empty checklist beside ``Diagnosis.success``: the drop-in's for a
+token shown verdicts only, an export's of an attempt a human's verdict decided) is told
+apart from an unreadable one, whatever its reasoning names. The
 cell is a judge's free text, which a diagnosis can steer: the id is a claim, which the
 import takes only when the grading's submission is the row's attempt
 (``api.imports.queries``).
@@ -167,8 +169,9 @@ class SregymAttempt:
     #: wrote the row, or a diagnosis made a judge write its sentence: a claim, checked
     #: against the grading's submission), its id as stored (32 hex digits); None: none
     named_grading: str | None = None
-    #: the drop-in wrote the row's verdict alone (a token shown verdicts only): an empty
-    #: checklist beside ``Diagnosis.success``, no answers to grade by
+    #: the row holds a verdict alone: an empty checklist beside ``Diagnosis.success``
+    #: (the drop-in's for a token shown verdicts only, an export's of an attempt a
+    #: human's verdict decided), no answers to grade by
     verdict_only: bool = False
     #: the CSV file from the run folder on (``<run>/<agent>/<problem_id>/x.csv``, whatever
     #: folders the results were packed under) and the row's line in it as stored (csv's
@@ -363,17 +366,25 @@ def _checklist(
     row: Mapping[str, str | None], named: _Named | None, success: str
 ) -> tuple[tuple[SregymAnswer, ...] | None, str | None, bool]:
     """A diagnosed row's checklist: its answers, or why there are none; and whether the
-    row is the drop-in's verdict alone (it reports the verdict of the grading it names,
-    ``named``, with an empty checklist beside a ``Diagnosis.success``, ``success``)."""
+    row holds a verdict alone: an empty checklist beside a ``Diagnosis.success``
+    (``success``), as the drop-in writes for a token shown verdicts only (naming the
+    grading it reports, ``named``) and an export writes for an attempt a human's verdict
+    decided. SREGym's error shape (``Diagnosis.judgment`` ``Error``, or the drop-in's
+    error naming a grading) holds no verdict."""
+    error = _text(row.get("Diagnosis.judgment")).lower() == "error"
+    error = error or (named is not None and not named.verdict)
     try:
         listed = _literal(row.get("Diagnosis.checklist"))
-        if not (named and named.verdict and success and listed in ([], ())):
+        if not (success and not error and listed in ([], ())):
             return _answers(listed), None, False
     except _UNREADABLE as exc:
         return None, f"Diagnosis.checklist is not readable: {str(exc)[:200]}", False
+    verdict = (
+        "its verdict" if named is None else f"the verdict of sre-judge grading {named.grading}"
+    )
     why = (
-        f"Diagnosis.checklist is empty: the row holds the verdict of sre-judge grading "
-        f"{named.grading} alone (Diagnosis.success {_flag(success)}), without its answers"
+        f"Diagnosis.checklist is empty: the row holds {verdict} alone "
+        f"(Diagnosis.success {_flag(success)}), without its answers"
     )
     return None, why, True
 

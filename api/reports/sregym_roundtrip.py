@@ -25,10 +25,8 @@ from typing import Any, Literal
 from api.reports.export_reads import rubric_for
 from api.reports.sregym_row_reads import OriginalRow
 from api.reports.sregym_rows import sregym_row
-from judge.adjudication import overrides_in_force
 from judge.rubric import Rubric
-from storage.imports import SREGYM_JUDGE_SPEC
-from storage.overrides import override_events
+from storage.imports.verdicts import VERDICT_COLUMNS, as_imported
 
 __all__ = [
     "FILE_COLUMN",
@@ -44,16 +42,6 @@ __all__ = [
 SregymLayout = Literal["file", "folder"]
 #: the column of the one-file layout that names each row's file in the results folder
 FILE_COLUMN = "sregym_file"
-#: the columns a grading other than SREGym's own rewrites
-VERDICT_COLUMNS = (
-    "Diagnosis.success",
-    "Diagnosis.judgment",
-    "Diagnosis.composite_score",
-    "Diagnosis.accuracy",
-    "Diagnosis.dimensions",
-    "Diagnosis.checklist",
-    "Diagnosis.reasoning",
-)
 
 
 @dataclass(frozen=True)
@@ -94,9 +82,7 @@ def _is_original(row: OriginalRow) -> bool:
     overrides change it only while one is in force: withdrawn, the row is SREGym's again."""
     if row.grading is None:
         return True
-    g = row.grading.view.grading
-    in_force = overrides_in_force(override_events(row.grading.overrides))
-    return g.judge_spec == SREGYM_JUDGE_SPEC and not in_force and not g.overridden
+    return as_imported(row.grading.view.grading, row.grading.overrides)
 
 
 def row_cells(row: OriginalRow, rubrics: dict[tuple[str, str], Rubric]) -> dict[str, str]:

@@ -323,12 +323,17 @@ async def test_a_row_of_another_diagnosis_naming_a_grading_here_is_imported(
     assert report.submissions >= 1 and report.sregym_verdicts >= 1, report
 
 
+def _read(root: Path, result: dict[str, Any]) -> SregymAttempt:
+    """The attempt read from SREGym's files of this oracle result."""
+    [attempt, *_] = read_sregym_folder(_write(root, result))
+    assert isinstance(attempt, SregymAttempt), attempt
+    return attempt
+
+
 def _named(root: Path, reasoning: str) -> str | None:
     """The grading the row with this ``Diagnosis.reasoning`` is read as naming."""
     result = {**sregym_driver.oracle_result(set(IDS)), "reasoning": reasoning}
-    [attempt, *_] = read_sregym_folder(_write(root, result))
-    assert isinstance(attempt, SregymAttempt), attempt
-    return attempt.named_grading
+    return _read(root, result).named_grading
 
 
 def test_the_grading_is_read_from_the_dropins_own_sentence_only(tmp_path: Path) -> None:
@@ -353,6 +358,32 @@ def test_the_grading_is_read_from_the_dropins_own_sentence_only(tmp_path: Path) 
     }
     for n, (reasoning, expected) in enumerate(cases.items()):
         assert _named(tmp_path / f"r{n}", reasoning) == expected, reasoning
+
+
+def test_an_empty_checklist_beside_a_success_is_a_verdict_alone_whatever_the_reasoning(
+    tmp_path: Path,
+) -> None:
+    """A checklist ``[]`` beside a ``Diagnosis.success`` is a verdict alone, whether the
+    reasoning names a grading or not (an export of an attempt a human's verdict decided
+    names none), and its ``detail`` names a grading only where the row does. SREGym's
+    error shape (``judgment`` ``Error``, the drop-in's error naming a grading) beside
+    the same cells is no verdict."""
+    gid = uuid.uuid4().hex
+    alone = {"judgment": "True", "success": True, "checklist": []}
+    named = _read(
+        tmp_path / "named", {**alone, "reasoning": f"Graded by sre-judge: grading {gid}."}
+    )
+    bare = _read(tmp_path / "bare", {**alone, "reasoning": "unscored: pass by human verdict"})
+    assert named.verdict_only and gid in (named.checklist_problem or "")
+    assert bare.verdict_only and "sre-judge grading" not in (bare.checklist_problem or "")
+    errors = [
+        oracle_result(Grading.model_validate(_verdict_view(gid, passed=True).model_dump()
+                                              | {"status": "unscored"})),
+        {"judgment": "Error", "reasoning": "Error: judge down", "success": False, "checklist": []},
+    ]  # fmt: skip
+    for n, error in enumerate(errors):
+        attempt = _read(tmp_path / f"error{n}", error)
+        assert not attempt.verdict_only and attempt.answers is None, attempt
 
 
 TRACE_P1 = "misconfig_app_hotel_res-detection-1"

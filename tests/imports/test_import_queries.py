@@ -572,6 +572,74 @@ async def test_a_dated_line_repeating_an_undated_one_is_not_a_created_at_conflic
     assert (again.submissions, again.already_imported) == (0, 1)
 
 
+async def test_a_dated_line_repeating_an_undated_one_written_otherwise_is_no_conflict(
+    store: Store, clock: Clock, tmp_path: Path
+) -> None:
+    """The same attempt imported first from a line without ``created_at``, then from a line
+    with one whose metadata number is written ``1.0`` (stored equal): the stored line
+    gave no time, whatever else the second line writes otherwise, so it is already
+    imported."""
+    base = {"diagnosis": "d", "ground_truth": "g", "agent": "a", "run_id": "r", "attempt": 1}
+    queries, judge = ImportQueries(store.db, store.catalog), (JUDGE_SPEC, "openai", "judge-model")
+    undated, dated = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    undated.write_text(json.dumps({**base, "metadata": {"tries": 1}}) + "\n")
+    dated.write_text(
+        json.dumps({**base, "metadata": {"tries": 1.0}, "created_at": "2024-01-01T00:00:00Z"})
+        + "\n"
+    )
+    first = await queries.jsonl(read_jsonl(undated), rubric=sregym_rubric(), judge=judge)
+    assert first.submissions == 1
+    clock.advance(60)
+    again = await queries.jsonl(read_jsonl(dated), rubric=sregym_rubric(), judge=judge)
+    assert again.conflicts == [], [(c.field, c.message) for c in again.conflicts]
+    assert (again.submissions, again.already_imported) == (0, 1)
+
+
+@pytest.mark.tampers  # the stored row is made as an earlier version stored it
+async def test_a_dated_line_repeating_an_undated_one_stored_by_an_earlier_version_is_no_conflict(
+    store: Store, engine: Engine, clock: Clock, tmp_path: Path
+) -> None:
+    """A line without ``created_at`` stored before imports recorded that its time was
+    filled in (its request hash its content's), then the same line with a time: still
+    already imported."""
+    base = {"diagnosis": "d", "ground_truth": "g", "agent": "a", "run_id": "r", "attempt": 1}
+    queries, judge = ImportQueries(store.db, store.catalog), (JUDGE_SPEC, "openai", "judge-model")
+    undated, dated = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    undated.write_text(json.dumps(base) + "\n")
+    dated.write_text(json.dumps({**base, "created_at": "2024-01-01T00:00:00Z"}) + "\n")
+    assert (
+        await queries.jsonl(read_jsonl(undated), rubric=sregym_rubric(), judge=judge)
+    ).submissions
+    with session_factory(engine).begin() as session:
+        [row] = session.execute(select(SubmissionRecord)).scalars()
+        row.request_hash = (row.idempotency_key or "").removeprefix("jsonl:")
+    clock.advance(60)
+    again = await queries.jsonl(read_jsonl(dated), rubric=sregym_rubric(), judge=judge)
+    assert again.conflicts == [], [(c.field, c.message) for c in again.conflicts]
+    assert (again.submissions, again.already_imported) == (0, 1)
+
+
+async def test_a_line_repeating_an_attempt_at_another_time_is_a_created_at_conflict(
+    store: Store, tmp_path: Path
+) -> None:
+    """Both lines give their ``created_at``, at different instants (the second one's
+    metadata written otherwise but stored equal): the second is a conflict naming
+    ``created_at``, and the first is kept."""
+    base = {"diagnosis": "d", "ground_truth": "g", "agent": "a", "run_id": "r", "attempt": 1}
+    path = tmp_path / "h.jsonl"
+    path.write_text(
+        json.dumps({**base, "metadata": {"tries": 1}, "created_at": "2024-01-01T00:00:00Z"})
+        + "\n"
+        + json.dumps({**base, "metadata": {"tries": 1.0}, "created_at": "2024-01-02T00:00:00Z"})
+        + "\n"
+    )
+    report = await ImportQueries(store.db, store.catalog).jsonl(
+        read_jsonl(path), rubric=sregym_rubric(), judge=(JUDGE_SPEC, "openai", "judge-model")
+    )
+    assert report.submissions == 1
+    assert [(c.where, c.field) for c in report.conflicts] == [("line 2", "created_at")]
+
+
 def _audited(engine: Engine) -> list[tuple[str, str]]:
     """The audit log's import and scenario-registration events, in order: (event, id)."""
     events = ("submission.imported", "scenario.created")

@@ -42,7 +42,7 @@ from storage.imports.tables import SregymOriginalRowRecord
 from storage.keys import ServiceKey
 from storage.tables import GradingRecord
 from tests.conftest import Clock
-from tests.storage.helpers import sregym_rubric
+from tests.storage.helpers import override, sregym_rubric
 from tests.support.sregym_driver import IDS, RUN, diagnosed, parse_failure_result, write_run
 
 #: the engine matters here (one submission per attempt met in several files)
@@ -430,6 +430,103 @@ async def test_a_filtered_export_then_the_whole_results_export_every_file_in_its
     assert exported == _files(results)
 
 
+async def test_the_export_after_a_verdict_override_imported_again_is_already_imported(
+    store: Store, tmp_path: Path
+) -> None:
+    """After an adjudicator's verdict override, the export writes that attempt's verdict
+    columns from the overridden grading. Imported again into the same database, every
+    row of it is already imported, none a conflict: the export can go back in."""
+    results = tmp_path / "results"
+    attempts = [diagnosed("user-service port", set(IDS[:5])), diagnosed("port 9999", set(IDS))]
+    write_run(results, "stratus", {P1: attempts})
+    assert (await _import(store, results)).submissions == 2
+    views, _ = await store.gradings.page(limit=10)
+    failed = next(v for v in views if v.grading.passed is False)
+    await override(store, failed.grading.id, rubric=sregym_rubric(),
+                   expected_revision=failed.grading.revision, kind="verdict", verdict="pass",
+                   author_id="h1", author_name="Hana", reason="read the diagnosis")  # fmt: skip
+    await _export(store, tmp_path / "exported")
+    again = await _import(store, tmp_path / "exported")
+    assert again.conflicts == [], [(c.where, c.field) for c in again.conflicts]
+    assert (again.submissions, again.problems) == (0, [])
+    assert again.already_imported == again.rows
+
+
+@pytest.mark.parametrize("unscored", ["parse failure", "checklist incomplete"])
+async def test_a_human_decided_unscored_attempt_exported_elsewhere_keeps_its_verdict(
+    store: Store,
+    clock: Clock,
+    sqlite_template: Path,
+    service_key: ServiceKey,
+    tmp_path: Path,
+    unscored: str,
+) -> None:
+    """An unscored SREGym attempt (its judge's reply not parsed, or a checklist that
+    leaves questions out beside no success) that an adjudicator's verdict override
+    decides exports ``Diagnosis.success`` True beside a checklist ``[]``: a verdict
+    alone. Imported into another database, it is unscored ``sregym_verdict_only`` (no
+    answers to grade by), with the verdict kept in ``metadata.sregym`` and a ``detail``
+    that names no grading."""
+    results = tmp_path / "results"
+    if unscored == "parse failure":
+        result = {"Diagnosis": {**parse_failure_result(), "submission": "geo restarts"}}
+    else:
+        checklist = [{"id": q, "answer": "Yes"} for q in IDS[:4]]
+        diagnosis = {"submission": "geo restarts", "checklist": checklist, "success": None}
+        result = {"Diagnosis": diagnosis}
+    write_run(results, "stratus", {P1: [result]}, all_file=False)
+    assert (await _import(store, results)).submissions == 1
+    [view], _ = await store.gradings.page(limit=10)
+    assert view.grading.status == "unscored", view.grading
+    await override(store, view.grading.id, rubric=sregym_rubric(),
+                   expected_revision=view.grading.revision, kind="verdict", verdict="pass",
+                   author_id="h1", author_name="Hana", reason="read the diagnosis")  # fmt: skip
+    exported = await _export(store, tmp_path / "exported")
+    rows = [r for data in exported.values() for r in csv.DictReader(io.StringIO(data.decode()))]
+    assert {(r["Diagnosis.success"], r["Diagnosis.checklist"]) for r in rows} == {("True", "[]")}
+
+    other_db = tmp_path / "other.db"
+    shutil.copyfile(sqlite_template, other_db)
+    other_engine = make_engine(f"sqlite:///{other_db}")
+    try:
+        other = Store(other_engine, clock=clock, key=service_key)
+        report = await _import(other, tmp_path / "exported")
+        [again], _ = await other.gradings.page(limit=10)
+        [submission] = _submissions(other_engine)
+    finally:
+        other_engine.dispose()
+    assert (report.submissions, report.problems) == (1, [])
+    grading = again.grading
+    assert (grading.status, grading.unscored_reason) == ("unscored", "sregym_verdict_only")
+    assert grading.passed is None
+    assert "Diagnosis.success True" in (grading.detail or ""), grading.detail
+    assert "sre-judge grading" not in (grading.detail or ""), grading.detail
+    assert submission.metadata_["sregym"]["success"] == "True"
+
+
+async def test_a_changed_verdict_of_an_attempt_graded_as_imported_is_a_conflict(
+    store: Store, tmp_path: Path
+) -> None:
+    """An attempt whose shown grading is SREGym's own as imported: the same row with
+    another ``Diagnosis.judgment`` imported again is a conflict naming that column."""
+    results = tmp_path / "results"
+    write_run(results, "stratus", {P1: [diagnosed("port 9999", set(IDS))]}, all_file=False)
+    assert (await _import(store, results)).submissions == 1
+    for path in results.rglob("*.csv"):
+        text = path.read_text(encoding="utf-8")
+        rows = list(csv.DictReader(io.StringIO(text, newline="")))
+        for row in rows:
+            row["Diagnosis.judgment"] = "something else"
+        buffer = io.StringIO()
+        writer = csv.DictWriter(buffer, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+        path.write_text(buffer.getvalue(), encoding="utf-8", newline="")
+    again = await _import(store, results)
+    assert again.submissions == 0
+    assert {c.field for c in again.conflicts} == {"Diagnosis.judgment"}
+
+
 def _rows_without_attempt_numbers(results: Path, *diagnoses: list[str]) -> None:
     """A file of P2's rows that name no attempt (no ``attempt`` column): a diagnosis with
     the cells after it for each of ``diagnoses`` (each checked ``Yes`` throughout); by
@@ -509,6 +606,27 @@ async def test_an_export_that_left_out_a_refused_row_without_an_attempt_number_a
     assert len(_submissions(engine)) == 2 and _kept_paths(engine) == kept
 
 
+#: a diagnosis of each problem, for files of rows that name no attempt
+DIAGNOSES = {P1: "user-service targets port 9999 instead of 9090", P2: "geo runs a wrong image tag"}
+
+
+def _rows_of_problems(results: Path, *problems: str) -> Path:
+    """A file of rows that name no attempt (no ``attempt`` column), one of each of
+    ``problems`` in that order (its diagnosis in :data:`DIAGNOSES`, checked ``Yes``
+    throughout); ``results``."""
+    folder = results / RUN / "stratus" / P2
+    folder.mkdir(parents=True)
+    checklist = repr([{"id": q, "answer": "Yes"} for q in IDS])
+    buffer = io.StringIO()
+    writer = csv.writer(buffer)  # CRLF line ends, as SREGym's writer writes them
+    writer.writerow(["problem_id", "Diagnosis.submission", "Diagnosis.success",
+                     "Diagnosis.checklist"])  # fmt: skip
+    for problem in problems:
+        writer.writerow([problem, DIAGNOSES[problem], "True", checklist])
+    (folder / "results.csv").write_text(buffer.getvalue(), newline="")
+    return results
+
+
 async def test_a_row_moved_up_onto_another_imported_rows_line_is_already_imported(
     store: Store, engine: Engine, tmp_path: Path
 ) -> None:
@@ -516,16 +634,7 @@ async def test_a_row_moved_up_onto_another_imported_rows_line_is_already_importe
     writes P2's row on the line P1's row was imported at. Imported again, that row is the
     attempt whose kept row in the same file has the same cells, not a conflict with the
     attempt first imported at its line."""
-    folder = tmp_path / "results" / RUN / "stratus" / P2
-    folder.mkdir(parents=True)
-    checklist = repr([{"id": q, "answer": "Yes"} for q in IDS])
-    buffer = io.StringIO()
-    writer = csv.writer(buffer)
-    writer.writerow(["problem_id", "Diagnosis.submission", "Diagnosis.success",
-                     "Diagnosis.checklist"])  # fmt: skip
-    writer.writerow([P1, "user-service targets port 9999 instead of 9090", "True", checklist])
-    writer.writerow([P2, "geo runs a wrong image tag", "True", checklist])
-    (folder / "results.csv").write_text(buffer.getvalue(), newline="")
+    _rows_of_problems(tmp_path / "results", P1, P2)
     first = await _import(store, tmp_path / "results")
     assert (first.submissions, first.conflicts, first.problems) == (2, [], [])
     exported = await _export(store, tmp_path / "p2-only", ReportFilter(scenario_id=P2))
@@ -534,6 +643,40 @@ async def test_a_row_moved_up_onto_another_imported_rows_line_is_already_importe
     again = await _import(store, tmp_path / "p2-only")
     assert (again.conflicts, again.problems) == ([], []), again.conflicts
     assert (again.submissions, again.already_imported) == (0, 1)
+    assert len(_submissions(engine)) == 2
+
+
+async def test_a_filtered_file_then_the_whole_file_of_rows_without_attempt_numbers_stores_each_once(
+    store: Store, engine: Engine, tmp_path: Path
+) -> None:
+    """Rows that name no attempt: a file filtered to P2 (P2's row alone, on the line
+    P1's row has in the whole file), imported before the whole file (P1's row, then
+    P2's a line lower). P1's row is a new attempt, not a conflict with P2's attempt
+    imported at its line, and P2's row is the attempt imported from the filtered file:
+    each attempt is stored once, and the export gives the whole file back in its order."""
+    filtered = _rows_of_problems(tmp_path / "p2-only", P2)
+    whole = _rows_of_problems(tmp_path / "whole", P1, P2)
+    first = await _import(store, filtered)
+    assert (first.submissions, first.conflicts, first.problems) == (1, [], [])
+    again = await _import(store, whole)
+    assert (again.conflicts, again.problems) == ([], []), again.conflicts
+    assert (again.submissions, again.already_imported) == (1, 1)
+    stored = sorted((s.scenario_id or "", s.diagnosis) for s in _submissions(engine))
+    assert stored == sorted(DIAGNOSES.items())
+    assert await _export(store, tmp_path / "exported") == _files(whole)
+
+
+async def test_two_rows_of_the_same_cells_without_attempt_numbers_are_two_attempts(
+    store: Store, engine: Engine, tmp_path: Path
+) -> None:
+    """A file whose two rows name no attempt and repeat each other's cells (two attempts
+    that diagnosed alike): two submissions, and the same file imported again stores
+    nothing."""
+    results = _rows_of_problems(tmp_path / "results", P2, P2)
+    first = await _import(store, results)
+    assert (first.submissions, first.conflicts, first.problems) == (2, [], [])
+    again = await _import(store, results)
+    assert (again.submissions, again.already_imported, again.conflicts) == (0, 2, [])
     assert len(_submissions(engine)) == 2
 
 
