@@ -165,7 +165,7 @@ def import_sregym(
 @click.argument(
     "file", type=click.Path(exists=True, dir_okay=False, allow_dash=True, path_type=Path)
 )
-@click.option("--strict", is_flag=True, help="import nothing if any line is bad")
+@click.option("--strict", is_flag=True, help="import nothing if any line is bad or in conflict")
 @click.option("--rubric", "rubric_id", help="rubric to grade them with (default: the service's)")
 @format_option("table", "json", legacy_json=True)
 @server_option
@@ -188,7 +188,7 @@ def import_jsonl(
             with _local_file(file) as path:
                 report = run(_local_jsonl(path, rubric_id, strict))
     except ImportAborted as aborted:
-        for problem in aborted.problems:
+        for problem in [*aborted.problems, *aborted.conflicts]:
             click.echo(terminal_text(f"{name} {problem}", one_line=True), err=True)
         click.echo(f"--strict: {aborted.count} problems; nothing imported", err=True)
         sys.exit(1)
@@ -224,6 +224,8 @@ def _remote_jsonl(server: str, file: Path, rubric_id: str | None, strict: bool) 
     try:
         return _remote(server, body, "application/x-ndjson", params)
     except _Failed as failed:
-        if strict and failed.report.problems:
-            raise ImportAborted(failed.report.problems, count=failed.problems) from None
+        if strict and (failed.report.problems or failed.report.conflicts):
+            report = failed.report
+            count = failed.problems + report.conflict_count
+            raise ImportAborted(report.problems, conflicts=report.conflicts, count=count) from None
         raise

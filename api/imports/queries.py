@@ -127,11 +127,11 @@ def _write_all(
     """Every item through ``write`` in ``session``'s transaction, then their audit events
     in order (after every row: the lock order of ``storage.database``);
     ``all_or_nothing``: ImportAborted (the transaction rolled back) when any of them is a
-    problem."""
+    problem or in conflict (a line left out either way: strict imports all or nothing)."""
     audits = AuditBatch()
     for item in items:
         write(session, item, report, audits)
-    if all_or_nothing and report.problems:
+    if all_or_nothing and (report.problems or report.conflicts):
         raise ImportAborted(report.problems, conflicts=report.conflicts)
     if audits.events:
         db.audit_many(session, audits.events, audits.covers, audits.rows)

@@ -115,11 +115,11 @@ ImportProgress = Callable[[ImportReport], Awaitable[None]]
 
 
 class ImportAborted(Exception):
-    """A strict import found problems; nothing was stored.
+    """A strict import found problems or conflicts; nothing was stored.
 
-    ``problems`` lists them (all of them, or the first a server's import job kept) and
-    ``count`` counts all; ``conflicts`` are the rows found repeating an imported attempt
-    with other content on the way."""
+    ``problems`` lists them (all of them, or the first a server's import job kept);
+    ``conflicts`` are the rows found repeating an imported attempt with other content;
+    ``count`` counts both, all of them."""
 
     def __init__(
         self,
@@ -128,10 +128,10 @@ class ImportAborted(Exception):
         conflicts: Iterable[ImportProblem] = (),
         count: int | None = None,
     ) -> None:
-        self.count = len(problems) if count is None else count
-        super().__init__(f"{self.count} problem(s); nothing imported")
         self.problems = problems
         self.conflicts = list(conflicts)
+        self.count = len(problems) + len(self.conflicts) if count is None else count
+        super().__init__(f"{self.count} problem(s); nothing imported")
 
 
 def _batches(items: Iterable[Any], *, size: int) -> Iterable[list[Any]]:

@@ -251,6 +251,31 @@ async def test_a_failed_strict_job_counts_every_bad_line(api_client: Any, tokens
     assert job["report"]["submissions"] == 0
 
 
+async def test_a_strict_job_with_a_line_in_conflict_stores_nothing(
+    api_client: Any, tokens: Any, engine: Engine
+) -> None:
+    """A strict job is all or nothing for a line in conflict too (one repeating an
+    imported attempt with another diagnosis, left out either way): it fails counting it,
+    lists it in ``conflicts``, and the file's new line is not stored."""
+    admin = await tokens("admin")
+    attempt = {**LINE, "agent": "a", "run_id": "r1", "attempt": 1}
+    changed = {**attempt, "diagnosis": "the disk filled up"}
+    second = "".join(json.dumps(x) + "\n" for x in (changed, {**LINE, "agent": "new"}))
+    async with api_client(judge="scripted:pass") as client:
+        created = await client.post(
+            IMPORTS, content=json.dumps(attempt) + "\n", headers={**admin, **NDJSON}
+        )
+        assert (await finished(client, created.headers["location"], admin))["state"] == "done"
+        created = await client.post(
+            IMPORTS, content=second, headers={**admin, **NDJSON}, params={"strict": "true"}
+        )
+        job = await finished(client, created.headers["location"], admin)
+    assert (job["state"], job["error"]) == ("failed", "strict: 1 problems; nothing imported")
+    assert [c["field"] for c in job["conflicts"]] == ["diagnosis"], job
+    assert (job["report"]["problems"], job["report"]["conflicts"]) == (0, 1), job["report"]
+    assert await _submissions(engine) == 1
+
+
 @pytest.mark.parametrize("first", ["contents", "top folder"])
 async def test_the_same_results_packed_under_a_top_folder_are_one_import(
     api_client: Any, tokens: Any, tmp_path: Path, first: str
