@@ -50,6 +50,7 @@ __all__ = [
     "UnsafeArchive",
     "check_archive",
     "csv_files",
+    "entry_path",
     "is_csv_file",
     "problems_file",
     "relative_path",
@@ -114,9 +115,7 @@ def relative_path(name: str, *, top: bool = False) -> PurePosixPath:
     archive's own top, has no parts and is accepted as such). Any other colon is fine: a
     run folder named by its time (``2025-06-01T12:00:00``) is a legal name on Linux and
     macOS. ``./`` prefixes are dropped, as ``tar czf x.tgz -C results .`` writes every
-    name with one. A folder or file name longer than a file system takes
-    (:data:`MAX_NAME_BYTES` of UTF-8), or a path longer than :data:`MAX_PATH_BYTES`, is
-    refused too: it could not be unpacked."""
+    name with one."""
     if "\\" in name or "\x00" in name:
         raise UnsafeArchive(f"{name!r}: a name with a backslash or NUL")
     if unstorable(name) is not None:  # no database stores it, no JSON answer shows it
@@ -130,6 +129,16 @@ def relative_path(name: str, *, top: bool = False) -> PurePosixPath:
         raise UnsafeArchive(f"{name!r}: a path leaving the archive (..)")
     if not path.parts and not top:
         raise UnsafeArchive(f"{name!r}: an empty name")
+    return path
+
+
+def entry_path(name: str, *, top: bool = False) -> PurePosixPath:
+    """An archive entry's ``name`` as :func:`relative_path` reads it, also refused where
+    it could not be unpacked: a folder or file name longer than a file system takes
+    (:data:`MAX_NAME_BYTES` of UTF-8), or a path longer than :data:`MAX_PATH_BYTES`. A
+    results folder on disk (and a file an export writes of its rows) holds no such
+    limit: only an upload is unpacked."""
+    path = relative_path(name, top=top)
     if any(len(part.encode()) > MAX_NAME_BYTES for part in path.parts):
         raise UnsafeArchive(
             f"{name[:80]!r}...: a folder or file name longer than {MAX_NAME_BYTES} bytes"
@@ -259,7 +268,7 @@ def _walk(
             with zipfile.ZipFile(file, metadata_encoding="utf-8") as zipped:
                 for entry, info in _zip_entries(zipped):
                     count = _count(count, members)
-                    path = relative_path(entry.name, top=entry.directory)
+                    path = entry_path(entry.name, top=entry.directory)
                     wanted = entry.regular and _wanted(path)
                     yield entry, zipped.open(info) if wanted else None
         else:
@@ -267,7 +276,7 @@ def _walk(
             with tarfile.open(fileobj=stream, mode="r|", tarinfo=_StrictTarInfo) as tar:
                 for entry, member in _tar_entries(tar):
                     count = _count(count, members)
-                    path = relative_path(entry.name, top=entry.directory)
+                    path = entry_path(entry.name, top=entry.directory)
                     wanted = entry.regular and _wanted(path)
                     yield entry, tar.extractfile(member) if wanted else None
 

@@ -5,7 +5,7 @@ paths under the folder (what the import reads, and the paths it remembers, so im
 the same folder locally and through a server stores nothing twice) and the ``--problems``
 ground truths as ``problems.jsonl`` at the top (any ``problems.*`` of the folder's own
 is left out: the flag wins, as in the database mode). A CSV file whose path the server
-refuses as an archive's entry (:func:`api.sregym_archive.relative_path`: a backslash in
+refuses as an archive's entry (:func:`api.sregym_archive.entry_path`: a backslash in
 a name, say) is left out, and its rows are read here and refused as the database mode
 refuses them, so they are not the whole upload's refusal (:class:`SregymUpload`). JSON
 lines go up as they are.
@@ -71,7 +71,7 @@ def sregym_archive(
     """The folder's CSV files and ``problems.jsonl`` as a tar.gz, in memory, but for the
     files whose names the server refuses: their rows are refused here (``max_bytes``:
     the largest diagnosis the import takes, as for :func:`read_sregym_folder`)."""
-    from api.sregym_archive import PROBLEMS_FILES, UnsafeArchive, csv_files, relative_path
+    from api.sregym_archive import PROBLEMS_FILES, UnsafeArchive, csv_files, entry_path
 
     buffer, files = io.BytesIO(), 0
     left_out: dict[Path, str] = {}  # a file left out, and why
@@ -84,7 +84,7 @@ def sregym_archive(
         for path in csv_files(directory):
             name = path.relative_to(directory).as_posix()
             try:
-                relative_path(name)  # the server's rule for an entry's name
+                entry_path(name)  # the server's rule for an entry's name
             except UnsafeArchive as exc:
                 left_out[path] = str(exc)
                 continue

@@ -10,6 +10,7 @@ a long job kept by its heartbeat, and a job stopped by a database fault being ru
 from __future__ import annotations
 
 import asyncio
+import csv
 import gzip
 import io
 import json
@@ -33,9 +34,10 @@ from sqlmodel import col
 from api.imports import jsonl, queries, runner
 from api.imports.job_queries import ImportJobQueries
 from api.imports.jobs import sniff_upload
-from api.imports.problems import read_problems
+from api.imports.problems import ImportProblem, read_problems
 from api.imports.queries import ImportQueries
-from api.imports.sregym import read_sregym_folder
+from api.imports.remote import sregym_archive
+from api.imports.sregym import SregymAttempt, read_sregym_folder
 from api.sregym_archive import MAX_MEMBERS, UnsafeArchive, check_archive, unpack_archive
 from storage import Store, SubmissionRecord
 from storage.canonical import utcnow
@@ -45,6 +47,7 @@ from storage.keys import ServiceKey
 from storage.tables import AuditRecord
 from tests.imports.jobs import finished, tar_gz
 from tests.storage.helpers import sregym_rubric
+from tests.support.sregym_driver import IDS, RUN
 from tests.support.sregym_results import write_sregym_attempt, write_sregym_results
 
 #: the engine matters here: run on PostgreSQL too under ``--db all``
@@ -784,3 +787,42 @@ async def test_an_error_of_the_import_itself_fails_the_job_at_once(
     assert (job["state"], job["attempts"]) == ("failed", 1), job
     assert "the importer broke" in job["error"]
     assert await _submissions(engine) == 0
+
+
+#: an agent's folder of 84 characters (252 bytes of UTF-8) and a problem id of 128
+#: characters in three folders (380 bytes): every name within 255 bytes and the limits
+#: on names (200 and 128 characters), yet the attempt's own file,
+#: ``<run>/<agent>/<pid>/run_1/<pid>_results.csv``, is 1,042 bytes from the run folder on
+AGENT = "智" * 84
+PID = "故" * 42 + "/" + "障" * 42 + "/" + "码" * 42
+
+
+def _attempt_file(results: Path) -> Path:
+    folder = results / RUN / AGENT / PID / "run_1"
+    path = folder / f"{PID}_results.csv"
+    path.parent.mkdir(parents=True)
+    buffer = io.StringIO()
+    writer = csv.writer(buffer)
+    writer.writerow(["problem_id", "attempt", "Diagnosis.submission", "Diagnosis.success",
+                     "Diagnosis.checklist"])  # fmt: skip
+    checklist = repr([{"id": q, "answer": "Yes"} for q in IDS])
+    writer.writerow([PID, "1", "the geo pod restarts", "True", checklist])
+    path.write_text(buffer.getvalue(), newline="")
+    return path
+
+
+def test_a_results_folder_on_disk_with_a_path_past_an_archives_limit_is_read(
+    tmp_path: Path,
+) -> None:
+    """A results folder on disk (``sre-judge import sregym DIR``) is read whatever the
+    length of its paths: the 1,024-byte limit is an uploaded archive's entry's, which
+    the server unpacks, and the client leaves such a file out of its upload naming it."""
+    path = _attempt_file(tmp_path / "results")
+    assert path.exists()
+    found = list(read_sregym_folder(tmp_path / "results"))
+    refused = [(f.where, f.message) for f in found if isinstance(f, ImportProblem)]
+    assert refused == []
+    assert [f.problem_id for f in found if isinstance(f, SregymAttempt)] == [PID]
+    upload = sregym_archive(tmp_path / "results", {})
+    assert upload.refused, "the client's upload leaves the file out, naming it"
+    assert all("a path longer than 1024 bytes" in p.message for p in upload.refused)
