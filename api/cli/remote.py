@@ -175,7 +175,7 @@ def remote(url: str) -> Iterator[Remote]:
     import httpx
     from sre_judge_client._core import resolve
 
-    if not url.startswith(("http://", "https://")):
+    if not url.lower().startswith(("http://", "https://")):  # a scheme has no case
         raise click.BadParameter(f"{url!r}: expected an http(s) URL", param_hint="--server")
     try:
         base, token = resolve(url, None)

@@ -94,7 +94,7 @@ def gradings_move_judge(
         error = exc.errors(include_url=False)[0]
         hint = _OPTIONS.get(str(error["loc"][0]) if error["loc"] else "")
         raise click.BadParameter(error["msg"], param_hint=hint) from None
-    report = _move_remote(server, data) if server else _move_local(data)
+    report = _move_remote(server, data) if server is not None else _move_local(data)
     if fmt == "json":
         echo_json(report.model_dump(mode="json"))
         return

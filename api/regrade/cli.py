@@ -261,7 +261,7 @@ def regrade_group(ctx: click.Context, /, **options: Any) -> None:
             "an offline job waits for its results file: start it without --wait, then "
             "`regrade requests JOB_ID -o FILE` and `regrade results JOB_ID FILE --wait`"
         )
-    job = _start_remote(server, data, wait) if server else _start_local(data, wait)
+    job = _start_remote(server, data, wait) if server is not None else _start_local(data, wait)
     _show(job, fmt)
     if job.state in ("failed", "cancelled"):
         sys.exit(1)

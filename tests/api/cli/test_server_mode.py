@@ -219,3 +219,56 @@ def test_a_refusal_exits_as_the_same_error_does_in_the_database_mode(
     assert done.returncode == code, done.stderr
     assert done.stderr.count("\n") == 1 and f"answered {status}" in done.stderr
     assert "resume it, then download its requests" in done.stderr
+
+
+def _migrated(folder: Path) -> dict[str, str]:
+    """The environment of a migrated SQLite database in ``folder``."""
+    env = {"SRE_JUDGE_DATABASE_URL": f"sqlite:///{folder / 'local.db'}", "NO_COLOR": "1"}
+    assert cli_in_process("migrate", env=env).returncode == 0
+    return env
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("regrade", "--judge", "scripted:fail", "--dry-run", "--format", "json"),
+        ("gradings", "move-judge", "--from", "ollama:x", "--format", "json"),
+    ],
+    ids=["regrade", "move-judge"],
+)
+def test_an_empty_server_is_refused_not_read_as_the_database_mode(
+    tmp_path: Path, args: tuple[str, ...]
+) -> None:
+    """``--server ""`` (a script's ``--server "$SERVER"`` with ``SERVER`` unset) names
+    nothing and is refused naming the option (exit 2), by the commands that start a
+    regrade or move gradings too: never run against the local database instead."""
+    env = {**_migrated(tmp_path), "SRE_JUDGE_TOKEN": "t0ken"}
+    done = cli_in_process(*args, "--server", "", env=env)
+    assert done.returncode == 2, (done.returncode, done.stdout)
+    assert "--server" in done.stderr and done.stdout == ""
+
+
+_JOB = {
+    "id": "j1", "state": "done", "dry_run": False, "mode": "shadow", "filter": {},
+    "rubric": {"id": "sregym-rca", "version": "v1"}, "judge": "scripted:fail",
+    "total": 0, "done": 0, "failed": 0, "cancelled": 0, "remaining": 0,
+    "judge_calls": 0, "cache_hits": 0, "prompt_tokens": 0, "completion_tokens": 0,
+    "rate": None, "eta_seconds": None, "estimate": {}, "error": None,
+    "created_by": "ops", "created_at": "2026-12-01T00:00:00Z", "started_at": None,
+    "finished_at": None,
+}  # fmt: skip
+
+
+@respx.mock
+def test_a_server_url_with_an_upper_case_scheme_is_taken_as_the_client_takes_it() -> None:
+    """``--server`` takes a URL as the client package takes it: a scheme has no case
+    (RFC 3986), so ``--server "$SRE_JUDGE_URL"`` works wherever ``SRE_JUDGE_URL`` does."""
+    respx.get("http://judge.test/v1/regrade-jobs/j1").mock(
+        return_value=httpx.Response(200, json=_JOB)
+    )
+    env = {"SRE_JUDGE_TOKEN": "t0ken", "NO_COLOR": "1"}
+    done = cli_in_process(
+        "regrade", "status", "j1", "--format", "json", "--server", "HTTP://judge.test", env=env
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["id"] == "j1"
