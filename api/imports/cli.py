@@ -140,7 +140,7 @@ def import_sregym(
         from api.imports.remote import sregym_archive
 
         upload = sregym_archive(directory, problems, max_bytes=max_bytes)
-        if upload.refused and not upload.files:  # every file refused here: nothing to send
+        if not upload.files:  # no file to send (none, or every one refused here)
             return _report(upload.report(None), fmt=fmt, prefix=prefix)
         params = {"rubric": rubric_id} if rubric_id is not None else {}
         try:
@@ -218,6 +218,10 @@ def _remote_jsonl(server: str, file: Path, rubric_id: str | None, strict: bool) 
     from api.imports.report import ImportAborted
 
     body = sys.stdin.buffer.read() if str(file) == "-" else file.read_bytes()
+    if not body.strip():  # no line: nothing to send, as the database mode imports none
+        from api.imports.report import ImportReport
+
+        return ImportReport()
     params = {"rubric": rubric_id} if rubric_id is not None else {}
     if strict:
         params["strict"] = "true"

@@ -272,3 +272,29 @@ def test_a_server_url_with_an_upper_case_scheme_is_taken_as_the_client_takes_it(
     )
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["id"] == "j1"
+
+
+@pytest.mark.parametrize("source", ["file", "stdin", "sregym"])
+def test_importing_nothing_through_a_server_is_the_database_modes_empty_report(
+    tmp_path: Path, source: str
+) -> None:
+    """An empty JSON lines file or stdin (a filter that matched no run today), or a
+    results folder holding no CSV file yet, is an empty report with exit 0 through a
+    server as in the database mode: there is nothing to upload, so the server is not
+    even asked."""
+    empty = tmp_path / "none.jsonl"
+    empty.write_bytes(b"")
+    results, problems = tmp_path / "results", tmp_path / "problems.jsonl"
+    results.mkdir()
+    problems.write_text(json.dumps({"problem_id": "p1", "root_cause": "port 9999"}) + "\n")
+    args = {
+        "file": ["import", "jsonl", str(empty)],
+        "stdin": ["import", "jsonl", "-"],
+        "sregym": ["import", "sregym", str(results), "--problems", str(problems)],
+    }[source]
+    args += ["--format", "json"]
+    mine = cli_in_process(*args, env=_migrated(tmp_path), input=b"")
+    assert mine.returncode == 0, mine.stderr
+    away = {"SRE_JUDGE_TOKEN": "t0ken", "NO_COLOR": "1"}
+    theirs = cli_in_process(*args, "--server", "http://127.0.0.1:9", env=away, input=b"")
+    assert (theirs.returncode, theirs.stdout) == (0, mine.stdout), theirs.stderr
