@@ -5,9 +5,10 @@ came from (SREGym: run, agent, problem, attempt; JSONL: the line's content), so
 importing the same input again stores nothing twice, and an SREGym attempt met in
 several of its files is one submission (already imported after the first), as is a row
 without an attempt number that an export moved up or down its file (the same cells; a
-line another problem's attempt was imported at is not that attempt's). A row of the
-service's own export whose verdict columns it rewrote from another grading (another
-judge's, or a human override) is already imported too. An SREGym
+line another attempt was imported at, of another problem or with other cells, is not
+that attempt's). A row of the service's own export whose verdict columns it rewrote
+from another grading (another judge's, or a human override) is already imported too.
+An SREGym
 attempt that this service graded itself (its row names a grading of this database, as
 the client's SREGym drop-in writes it, and that grading's submission is the attempt's:
 its diagnosis, problem and agent) is no new submission: it is counted graded here.
@@ -213,6 +214,14 @@ def _line_and_problem_key(attempt: SregymAttempt) -> str:
     """The idempotency key of a row without an attempt number whose line's key
     (``sregym_key``) another problem's attempt holds: its file, line and problem."""
     return sregym_key(f"{attempt.path}:{attempt.line}/{attempt.problem_id}")
+
+
+def _line_and_cells_key(attempt: SregymAttempt) -> str:
+    """The idempotency key of a row without an attempt number whose line's key another
+    attempt of its problem holds, one it differs from and no moved row of it: its file,
+    line and the digest of its cells (another attempt the row's line once held)."""
+    cells = sha256_hex(canonical_json(attempt.cells))
+    return sregym_key(f"{attempt.path}:{attempt.line}#{cells}")
 
 
 def _graded_attempt(
@@ -612,7 +621,10 @@ class ImportQueries:
         without an attempt number whose line's key another problem's attempt holds is not
         that attempt, and is keyed by its line and problem (``submission`` so rekeyed);
         one whose key finds nothing or an attempt it differs from is looked for where its
-        line moved (:meth:`_moved`, ``in_file`` the attempts this import met in its file)."""
+        line moved (:meth:`_moved`, ``in_file`` the attempts this import met in its file),
+        and found in none, is not the attempt it differs from either: another attempt the
+        line held in another copy of the file, keyed by its line and cells
+        (:func:`_line_and_cells_key`, ``submission`` so rekeyed)."""
         submitter = submission.submitted_by
         assert submission.idempotency_key is not None
         known = self._known(session, submitter, submission.idempotency_key)
@@ -634,6 +646,12 @@ class ImportQueries:
             moved = self._moved(session, attempt, in_file)
             if moved is not None:
                 return moved, difference(moved)
+        if known is not None and differs is not None and attempt.attempt is None:
+            # a line another attempt of the problem was imported at (a filtered export,
+            # then the whole file)
+            submission.idempotency_key = _line_and_cells_key(attempt)
+            known = self._known(session, submitter, submission.idempotency_key)
+            differs = None if known is None else difference(known)
         return known, differs
 
     def _import_attempt(

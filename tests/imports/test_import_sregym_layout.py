@@ -33,6 +33,8 @@ from api.imports import rows
 from api.imports.queries import ImportQueries
 from api.imports.report import ImportReport
 from api.imports.sregym import SregymAttempt, read_sregym_folder, sregym_outline
+from api.regrade.job_queries import RegradeJobQueries, RegradeTarget
+from api.regrade.selection import RegradeFilter
 from api.reports.filters import ReportFilter
 from api.reports.sregym_writer import write_sregym_folder
 from judge.rubric import load_rubric_dir
@@ -42,7 +44,7 @@ from storage.imports.tables import SregymOriginalRowRecord
 from storage.keys import ServiceKey
 from storage.tables import GradingRecord
 from tests.conftest import Clock
-from tests.storage.helpers import override, sregym_rubric
+from tests.storage.helpers import graded_result, override, sregym_rubric
 from tests.support.sregym_driver import IDS, RUN, diagnosed, parse_failure_result, write_run
 
 #: the engine matters here (one submission per attempt met in several files)
@@ -664,6 +666,71 @@ async def test_a_filtered_file_then_the_whole_file_of_rows_without_attempt_numbe
     stored = sorted((s.scenario_id or "", s.diagnosis) for s in _submissions(engine))
     assert stored == sorted(DIAGNOSES.items())
     assert await _export(store, tmp_path / "exported") == _files(whole)
+
+
+#: two diagnoses of one problem, for files of its attempts that name no attempt number
+FIRST, SECOND = "geo runs a wrong image tag", "the geo deployment's image tag does not exist"
+
+
+async def test_a_file_filtered_to_one_attempt_of_a_problem_then_the_whole_file_stores_each_once(
+    store: Store, engine: Engine, tmp_path: Path
+) -> None:
+    """Two attempts of one problem that name no attempt number (FIRST's row, then
+    SECOND's): a file that leaves FIRST's row out (an export filtered by judge or date)
+    holds SECOND's on the line FIRST's row has in the whole file. Imported first, then
+    the whole file: FIRST's row is a new attempt, not a conflict with the attempt
+    imported at its line, and SECOND's row is that attempt; importing either file again
+    stores nothing, and the export gives the whole file back in its order."""
+    filtered, whole = tmp_path / "filtered", tmp_path / "whole"
+    _rows_without_attempt_numbers(filtered, [SECOND])
+    _rows_without_attempt_numbers(whole, [FIRST], [SECOND])
+    first = await _import(store, filtered)
+    assert (first.submissions, first.conflicts, first.problems) == (1, [], [])
+    again = await _import(store, whole)
+    assert (again.conflicts, again.problems) == ([], []), again.conflicts
+    assert (again.submissions, again.already_imported) == (1, 1)
+    assert sorted(s.diagnosis for s in _submissions(engine)) == sorted([FIRST, SECOND])
+    for root, rows_in_it in ((whole, 2), (filtered, 1)):
+        repeated = await _import(store, root)
+        assert (repeated.conflicts, repeated.submissions) == ([], 0), repeated.conflicts
+        assert repeated.already_imported == rows_in_it
+    assert len(_submissions(engine)) == 2
+    assert await _export(store, tmp_path / "exported") == _files(whole)
+
+
+async def test_an_export_filtered_to_sregyms_verdicts_after_a_promote_then_the_whole_file(
+    store: Store, clock: Clock, sqlite_template: Path, service_key: ServiceKey, tmp_path: Path
+) -> None:
+    """Two attempts of one problem that name no attempt number, FIRST's regraded with
+    its new verdict promoted: the export filtered to SREGym's verdicts leaves FIRST's row
+    out and writes SECOND's a line higher. That export imported into another database,
+    then the original results: each attempt is stored there once."""
+    whole = tmp_path / "whole"
+    _rows_without_attempt_numbers(whole, [FIRST], [SECOND])
+    assert (await _import(store, whole)).submissions == 2
+    spec = "openai:new@http://127.0.0.1:9/v1"
+    target = RegradeTarget(sregym_rubric(), spec, "openai", "new", "promote")
+    await RegradeJobQueries(store.db).create_job(RegradeFilter(), target, actor="admin")
+    claims = await store.queue.claim_pending("w", limit=5, lease_seconds=60)
+    [regraded] = [c for c in claims if c.diagnosis == FIRST]
+    assert await store.queue.complete(regraded.grading_id, "w", graded_result(IDS))
+    exported = await _export(store, tmp_path / "filtered", ReportFilter(judge="external:sregym"))
+    [data] = exported.values()
+    assert [r["Diagnosis.submission"] for r in csv.DictReader(io.StringIO(data.decode()))] == [
+        SECOND
+    ]
+    other_db = tmp_path / "other.db"
+    shutil.copyfile(sqlite_template, other_db)
+    other_engine = make_engine(f"sqlite:///{other_db}")
+    try:
+        other = Store(other_engine, clock=clock, key=service_key)
+        assert (await _import(other, tmp_path / "filtered")).submissions == 1
+        again = await _import(other, whole)
+        stored = sorted(s.diagnosis for s in _submissions(other_engine))
+    finally:
+        other_engine.dispose()
+    assert (again.conflicts, again.submissions) == ([], 1), again.conflicts
+    assert stored == sorted([FIRST, SECOND])
 
 
 async def test_two_rows_of_the_same_cells_without_attempt_numbers_are_two_attempts(
