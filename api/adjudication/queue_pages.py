@@ -232,8 +232,8 @@ async def next_item(
         services, who.principal, _queue_filter(who, filters), key=params.get("q.key"), after=after
     )
     # walked past, not finished: give it back (unless another origin's page sent us here)
-    if passed and after is not None and not claim_withheld(request):
-        await release_review(services, who.principal, after)
+    if passed is not None and not claim_withheld(request):
+        await release_review(services, who.principal, passed)
     if step is not None:
         query = walk_query(filters, step.key, seen + 1, step.left)
         return Redirect(f"/gradings/{step.grading_id}?claim=true&{query}", status_code=303)

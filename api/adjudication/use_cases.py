@@ -52,7 +52,7 @@ from storage.review_tables import (
     ReviewClaimRecord,
     TagVocabularyRecord,
 )
-from storage.tables import RESULT_STATUSES
+from storage.tables import RESULT_STATUSES, GradingRecord
 
 if TYPE_CHECKING:
     from sqlalchemy.orm import Session
@@ -186,13 +186,15 @@ async def walk_step(
     *,
     key: str | None,
     after: str | None,
-) -> tuple[WalkStep | None, bool]:
+) -> tuple[WalkStep | None, str | None]:
     """The next item of a walk through the filtered queue after the item ``after``, whose
     place in the queue's order was ``key`` when it was opened (None, or a key this
     service did not sign: from the queue's start), however far down the queue it is and
     however the items before it moved meanwhile: the first item queued behind that
-    place, ``after`` itself excluded. Also whether ``after`` is still queued there
-    (walked past, not finished). One snapshot; None at the queue's end."""
+    place, the item ``after`` itself excluded (also where a promoted regrade replaced
+    its grading meanwhile). Also the grading the item walked past is queued under now
+    (``after``, or the one that replaced it: walked past, not finished), None where it
+    is no longer queued there. One snapshot; None at the queue's end."""
     return await services.store.db.run_read(_walk_step, services, principal, filters, key, after)
 
 
@@ -203,7 +205,7 @@ def _walk_step(
     filters: QueueFilter,
     key: str | None,
     after: str | None,
-) -> tuple[WalkStep | None, bool]:
+) -> tuple[WalkStep | None, str | None]:
     queries = ReviewQueries(services.store.db)
     try:
         page = queries.read_page(
@@ -211,8 +213,12 @@ def _walk_step(
         )
     except InvalidCursor:  # an edited address: walk from the start
         page = queries.read_page(session, principal_id=principal.id, filters=filters, limit=2)
-    passed = bool(page.items) and page.items[0].grading.id == after
-    following = [item for item in page.items if item.grading.id != after]
+    left_item = session.get(GradingRecord, after) if after is not None else None
+    # the item walked past, by its submission: a promoted regrade's grading is that item
+    walked = left_item.submission_id if left_item is not None else None
+    items = page.items
+    passed = items[0].grading.id if items and items[0].submission.id == walked else None
+    following = [item for item in items if item.submission.id != walked]
     if not following:
         return None, passed
     found = following[0]

@@ -400,3 +400,85 @@ async def test_a_blind_label_during_a_walk_keeps_the_walk(api_client: Any, token
         opened = _opened(onward.headers["location"])
         assert {first, opened} == set(beta) and opened not in alpha
         assert "q.agent=beta" in onward.headers["location"]
+
+
+async def _promote_run(c: Any, admin: dict[str, str], run_id: str) -> None:
+    spec = "openai:scripted@http://127.0.0.1:9/v1"
+    job = await c.post(
+        "/v1/regrade-jobs",
+        json={"judge": spec, "mode": "promote", "filter": {"run_id": run_id}},
+        headers=admin,
+    )
+    assert job.status_code == 201, job.text
+    for _ in range(100):
+        state = (await c.get(f"/v1/regrade-jobs/{job.json()['id']}", headers=admin)).json()
+        if state["state"] == "done":
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError("the regrade did not finish")
+
+
+async def test_next_from_an_item_promoted_while_open_walks_on_not_back_to_it(
+    api_client: Any, tokens: Any
+) -> None:
+    """Ada opens the first item of a walk; while she reads it a promote regrade replaces
+    its grading (still queued, in the same tier, her claim following it). Next (n) goes
+    on to the second item, never back to the item she walked past under its new
+    grading."""
+    agent, admin = await tokens("submitter"), await tokens("admin", "Root")
+    ada = await tokens("adjudicator", "Ada")
+    async with api_client(**scripted_judge(*[QUEUED] * 4)) as c:
+        made = [
+            await _submit(c, agent, f"{DIAGNOSIS} Attempt {n}.", "beta", run_id=f"run-{n}")
+            for n in range(3)
+        ]
+        await sign_in(c, ada)
+        location = (await c.get("/queue/next", follow_redirects=False)).headers["location"]
+        assert _opened(location) == made[0]
+        page = (await c.get(location)).text  # opened: claimed by Ada
+        nxt = html.unescape(
+            re.search(r'href="(/queue/next\?[^"]+)"[^>]*data-testid="next"', page)[1]
+        )
+
+        await _promote_run(c, admin, "run-0")
+        replaced = (await c.get(f"/v1/gradings/{made[0]}", headers=ada)).json()["superseded_by"]
+        assert replaced
+        queued = (await c.get("/v1/review-queue", headers=ada)).json()["items"]
+        assert [i["grading"]["id"] for i in queued] == [replaced, made[1], made[2]]
+
+        onward = await c.get(nxt, follow_redirects=False)
+        assert onward.status_code == 303
+        opened = _opened(onward.headers["location"])
+        assert opened != replaced, "Next reopened the item just walked past (its new grading)"
+        assert opened == made[1]
+
+
+async def test_next_from_an_item_promoted_while_open_gives_the_item_back(
+    api_client: Any, tokens: Any
+) -> None:
+    """As above: the claim followed the item onto the grading in force, and Next, walking
+    past the item, gives it back at once (that grading's claim released): Bob's queue
+    lists it again."""
+    agent, admin = await tokens("submitter"), await tokens("admin", "Root")
+    ada, bob = await tokens("adjudicator", "Ada"), await tokens("adjudicator", "Bob")
+    async with api_client(**scripted_judge(*[QUEUED] * 4)) as c:
+        made = [
+            await _submit(c, agent, f"{DIAGNOSIS} Attempt {n}.", "beta", run_id=f"run-{n}")
+            for n in range(3)
+        ]
+        await sign_in(c, ada)
+        location = (await c.get("/queue/next", follow_redirects=False)).headers["location"]
+        page = (await c.get(location)).text  # opened: claimed by Ada
+        nxt = html.unescape(
+            re.search(r'href="(/queue/next\?[^"]+)"[^>]*data-testid="next"', page)[1]
+        )
+
+        await _promote_run(c, admin, "run-0")
+        replaced = (await c.get(f"/v1/gradings/{made[0]}", headers=ada)).json()["superseded_by"]
+        before = (await c.get("/v1/review-queue", headers=bob)).json()["items"]
+        assert replaced not in [i["grading"]["id"] for i in before]  # Ada holds it
+
+        onward = await c.get(nxt, follow_redirects=False)  # walked past, not opened
+        assert onward.status_code == 303
+        after = (await c.get("/v1/review-queue", headers=bob)).json()["items"]
+        assert replaced in [i["grading"]["id"] for i in after], "Ada still holds the item"
