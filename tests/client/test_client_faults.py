@@ -27,6 +27,7 @@ from sre_judge_client import (
     GroundTruthConflict,
     InvalidRequest,
     Unavailable,
+    async_client,
     idempotency_key,
 )
 from sre_judge_client.client import submit_and_wait
@@ -142,6 +143,45 @@ def test_submit_and_wait_returns_the_pending_handle_when_the_server_stays_busy()
     started = time.monotonic()
     with _client() as judge:
         grading = submit_and_wait(judge, "d", wait=1, scenario_id="sc", run_id="r", attempt=1)
+    assert grading.id == "g1" and grading.status == "pending"
+    assert time.monotonic() - started < 4
+
+
+@respx.mock
+async def test_the_async_submit_and_wait_polls_an_early_answer_for_the_rest_of_its_wait() -> None:
+    """``submit_and_wait`` of ``sre_judge_client.async_client`` is the sync helper awaited:
+    a submission answered early (202, pending: a server draining for a restart) is polled
+    for the rest of the wait and comes back graded."""
+    respx.post(f"{URL}/v1/submissions").mock(
+        return_value=httpx.Response(
+            202, json=_grading("pending"), headers={"Location": "/v1/gradings/g1"}
+        )
+    )
+    look = respx.get(f"{URL}/v1/gradings/g1").mock(
+        return_value=httpx.Response(200, json=_grading())
+    )
+    async with AsyncClient(URL, "t0ken", max_retry_wait=5) as judge:
+        grading = await async_client.submit_and_wait(
+            judge, "d", wait=5, scenario_id="sc", run_id="r", attempt=1
+        )
+    assert grading.status == "graded" and grading.passed is True and look.call_count == 1
+
+
+@respx.mock
+async def test_the_async_submit_and_wait_returns_the_pending_handle_when_busy() -> None:
+    """As the sync helper: every look answered 503 past the wait gives the pending grading
+    back within the wait, not an exception that loses the stored submission's id."""
+    respx.post(f"{URL}/v1/submissions").mock(
+        return_value=httpx.Response(202, json=_grading("pending"))
+    )
+    respx.get(f"{URL}/v1/gradings/g1").mock(
+        return_value=httpx.Response(503, headers={"Retry-After": "120"}, json={"title": "Busy"})
+    )
+    started = time.monotonic()
+    async with AsyncClient(URL, "t0ken", max_retry_wait=5) as judge:
+        grading = await async_client.submit_and_wait(
+            judge, "d", wait=1, scenario_id="sc", run_id="r", attempt=1
+        )
     assert grading.id == "g1" and grading.status == "pending"
     assert time.monotonic() - started < 4
 

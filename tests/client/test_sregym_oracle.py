@@ -14,9 +14,11 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import functools
+import gc
 import hashlib
 import json
 import uuid
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -527,3 +529,35 @@ def test_the_idempotency_key_names_the_oracles_agent_and_model() -> None:
         agent="react", model="m2",
     )  # fmt: skip
     assert client.sent[0]["idempotency_key"] == expected
+
+
+def test_oracles_built_from_the_environment_leave_no_connection_open(
+    serve: Callable[[str], Served], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """SREGym builds an oracle for every attempt and never closes it: an oracle without a
+    ``client`` opens one from ``SRE_JUDGE_URL``/``SRE_JUDGE_TOKEN`` for each ``evaluate``
+    and closes it, so attempts do not pile up open sockets."""
+    served = serve("pass")
+    monkeypatch.setenv("SRE_JUDGE_URL", served.url)
+    monkeypatch.setenv("SRE_JUDGE_TOKEN", served.admin)
+    gc.collect()
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        for _ in range(3):
+            oracle = LLMAsAJudgeOracle(Problem(f"p-env-{uuid.uuid4().hex[:8]}"), TRUTH, wait=30)
+            assert oracle.evaluate(DIAGNOSIS)["judgment"] == "True"
+            assert oracle.evaluate(DIAGNOSIS)["judgment"] == "True"  # a second call works too
+            del oracle
+        gc.collect()
+    unclosed = [str(w.message) for w in seen if issubclass(w.category, ResourceWarning)]
+    assert unclosed == []
+
+
+def test_an_oracle_refuses_a_bad_server_url_from_the_environment_when_built(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A mistyped ``SRE_JUDGE_URL`` is a ``ValueError`` when the oracle is built, before
+    any attempt, as the client's own."""
+    monkeypatch.setenv("SRE_JUDGE_URL", "127.0.0.1:8000")
+    with pytest.raises(ValueError, match="http://"):
+        LLMAsAJudgeOracle(Problem("p"), TRUTH)

@@ -13,6 +13,7 @@ from tenacity import AsyncRetrying
 
 from sre_judge_client import _calls
 from sre_judge_client._core import (
+    SERVER_WAIT_MAX,
     Call,
     ModelT,
     decode,
@@ -32,7 +33,7 @@ from sre_judge_client.imports import AsyncImports
 from sre_judge_client.models import Grading, GradingPage, RegradeJob
 from sre_judge_client.scenarios import AsyncScenarios
 
-__all__ = ["AsyncClient"]
+__all__ = ["AsyncClient", "submit_and_wait"]
 
 T = TypeVar("T")
 
@@ -301,3 +302,22 @@ class AsyncClient:
             if delay is None:
                 raise TimeoutError(f"regrade job {job_id} still {job.state}")
             await asyncio.sleep(delay)
+
+
+async def submit_and_wait(
+    client: AsyncClient, diagnosis: str, *, wait: float, **fields: Any
+) -> Grading:
+    """:func:`sre_judge_client.client.submit_and_wait`, awaited: submit ``diagnosis``
+    (``fields`` as :meth:`AsyncClient.submit` takes them) and wait for its grading ``wait``
+    seconds in all, counted from before the request; a grading still pending then is
+    returned pending (a handle for :meth:`AsyncClient.wait`)."""
+    deadline = time.monotonic() + wait
+    server_wait = min(wait, SERVER_WAIT_MAX) or None
+    grading = await client.submit(diagnosis, wait=server_wait, retry_within=wait or None, **fields)
+    remaining = deadline - time.monotonic()
+    if grading.done or remaining <= 0:
+        return grading
+    try:
+        return await client.wait(grading.id, timeout=remaining)
+    except TimeoutError:
+        return grading

@@ -32,9 +32,15 @@ import json
 import logging
 import math
 import threading
+from contextlib import nullcontext
 from typing import Any
 
-from sre_judge_client._core import ground_truth_conflict, ground_truth_sha256, idempotency_key
+from sre_judge_client._core import (
+    ground_truth_conflict,
+    ground_truth_sha256,
+    idempotency_key,
+    resolve,
+)
 from sre_judge_client.client import Client, submit_and_wait
 from sre_judge_client.errors import ApiError, Forbidden, GroundTruthConflict, NotFound
 from sre_judge_client.models import Grading
@@ -268,10 +274,12 @@ class LLMAsAJudgeOracle:
 
     ``provider``, ``model_name``, ``url``, ``api_key``, ``temperature`` and
     ``max_tokens`` are accepted for compatibility and ignored: the server chooses its
-    judge. Keywords beyond SREGym's: ``client`` (else one from ``SRE_JUDGE_URL`` and
-    ``SRE_JUDGE_TOKEN``), ``problem_id`` (else the problem's ``problem_id``/``id``),
-    ``agent``, ``model``, ``run_id`` (makes resubmissions idempotent), ``wait`` (seconds
-    for each grading in all: a server that answers ``202`` early is polled for the rest), and
+    judge. Keywords beyond SREGym's: ``client`` (else each ``evaluate`` opens one from
+    ``SRE_JUDGE_URL`` and ``SRE_JUDGE_TOKEN`` and closes it: SREGym builds an oracle per
+    attempt and never closes it, so none keeps a connection open), ``problem_id`` (else
+    the problem's ``problem_id``/``id``), ``agent``, ``model``, ``run_id`` (makes
+    resubmissions idempotent), ``wait`` (seconds for each grading in all: a server that
+    answers ``202`` early is polled for the rest), and
     ``update_scenario`` (False: a registered scenario whose ground truth differs from
     ``expected`` is refused even with an admin token, never given a new version).
     """
@@ -299,7 +307,10 @@ class LLMAsAJudgeOracle:
         self.expected = expected if expected else ""
         #: SHA-256 of ``expected``: every grading must have been judged against it
         self.expected_sha256 = ground_truth_sha256(self.expected)
-        self.client = client or Client()
+        #: the client given, else None (each ``evaluate`` opens its own and closes it)
+        self.client = client
+        if client is None:
+            resolve(None, None)  # a bad SRE_JUDGE_URL or token is refused here, not later
         self.problem_id = problem_id or _problem_id(problem)
         self.agent, self.model, self.run_id, self.wait = agent, model, run_id, wait
         self.update_scenario = update_scenario
@@ -307,7 +318,7 @@ class LLMAsAJudgeOracle:
         self.attempts = 0
         self._source: dict[str, str] | None = None  # None: not settled yet
 
-    def _ground_truth_source(self) -> dict[str, str]:
+    def _ground_truth_source(self, client: Client) -> dict[str, str]:
         """Where the ground truth comes from: the registered scenario, or inline.
 
         Settled once: registered (admin), or found with the same ground truth (a token
@@ -315,23 +326,23 @@ class LLMAsAJudgeOracle:
         truth gets ``expected`` as its new version, or raises GroundTruthConflict.
         """
         if self._source is None:
-            self._source = self._settle_source()
+            self._source = self._settle_source(client)
         return self._source
 
-    def _settle_source(self) -> dict[str, str]:
+    def _settle_source(self, client: Client) -> dict[str, str]:
         if self.problem_id is None:
             return {"ground_truth": self.expected}
         scenario = {"scenario_id": self.problem_id}
         try:
-            self.client.register_scenario(self.problem_id, self.expected, exist_ok=True)
+            client.register_scenario(self.problem_id, self.expected, exist_ok=True)
             return scenario
         except GroundTruthConflict as conflict:
-            self._new_version(conflict)
+            self._new_version(client, conflict)
             return scenario
         except Forbidden:
             pass
         try:
-            stored = self.client.scenarios.get(self.problem_id)
+            stored = client.scenarios.get(self.problem_id)
         except (Forbidden, NotFound):
             _log.info("token may not register scenarios: sending the root cause inline")
             return {"ground_truth": self.expected}
@@ -339,10 +350,12 @@ class LLMAsAJudgeOracle:
             self.problem_id, stored.ground_truth or "", stored.version, self.expected
         )
         if found is not None:
-            self._new_version(found, revision=stored.revision)
+            self._new_version(client, found, revision=stored.revision)
         return scenario
 
-    def _new_version(self, conflict: GroundTruthConflict, *, revision: int | None = None) -> None:
+    def _new_version(
+        self, client: Client, conflict: GroundTruthConflict, *, revision: int | None = None
+    ) -> None:
         """Make ``expected`` the scenario's new version, or refuse (raise) naming both hashes.
 
         ``revision`` is the scenario's as read (its ETag: a title or tag edited in place
@@ -356,7 +369,7 @@ class LLMAsAJudgeOracle:
                 detail=f"{conflict.detail}; update_scenario=False, so nothing was graded",
             )
         try:
-            done = self.client.scenarios.update(
+            done = client.scenarios.update(
                 conflict.scenario_id,
                 ground_truth=self.expected,
                 revision=revision,
@@ -414,30 +427,8 @@ class LLMAsAJudgeOracle:
         )
         text = solution if isinstance(solution, str) else str(solution)
         try:
-            source = self._ground_truth_source()
-            key = idempotency_key(
-                # the problem, even when its ground truth goes inline: two problems with
-                # one expected text (SREGym's healthy-cluster controls: "") are two
-                scenario_id=self.problem_id,
-                ground_truth=self.expected,  # another ground truth is another submission
-                run_id=self.run_id,
-                attempt=self.attempts,
-                agent=self.agent,  # another agent's or model's attempt is another
-                model=self.model,
-            )
-            grading = submit_and_wait(
-                self.client,
-                text,
-                wait=self.wait,
-                agent=self.agent,
-                model=self.model,
-                run_id=self.run_id,
-                attempt=self.attempts,
-                metadata={"source": "sregym", "problem_id": self.problem_id},
-                idempotency_key=key,
-                trace=sregym_trace(trace),
-                **source,
-            )
+            with nullcontext(self.client) if self.client is not None else Client() as client:
+                grading = self._submit(client, text, trace)
         except GroundTruthConflict:
             raise
         except (ApiError, OSError, TimeoutError) as error:
@@ -446,3 +437,31 @@ class LLMAsAJudgeOracle:
             return _error(f"{type(error).__name__}: {error}")
         self._check_judged_against(grading)
         return oracle_result(grading)
+
+    def _submit(self, client: Client, text: str, trace: Any) -> Grading:
+        """Submit ``text`` (with ``trace``) as this oracle's current attempt through
+        ``client`` and wait for its grading."""
+        source = self._ground_truth_source(client)
+        key = idempotency_key(
+            # the problem, even when its ground truth goes inline: two problems with
+            # one expected text (SREGym's healthy-cluster controls: "") are two
+            scenario_id=self.problem_id,
+            ground_truth=self.expected,  # another ground truth is another submission
+            run_id=self.run_id,
+            attempt=self.attempts,
+            agent=self.agent,  # another agent's or model's attempt is another
+            model=self.model,
+        )
+        return submit_and_wait(
+            client,
+            text,
+            wait=self.wait,
+            agent=self.agent,
+            model=self.model,
+            run_id=self.run_id,
+            attempt=self.attempts,
+            metadata={"source": "sregym", "problem_id": self.problem_id},
+            idempotency_key=key,
+            trace=sregym_trace(trace),
+            **source,
+        )
