@@ -218,10 +218,11 @@ async def next_item(
     queue's order ``q.key`` carries) to the first item queued behind that place, however
     far down the queue and however the items before it moved meanwhile: a skipped item
     is not visited again in the same pass, and when the item has left the queue
-    (finished) the one behind it comes next. An item walked past while still queued is
-    given back (its claim released), so others may take it at once; not when a page of
-    another origin sent the request (:func:`claim_withheld`). At the end: the queue,
-    saying so."""
+    (finished) the one behind it comes next. An item walked past is given back (its
+    claim released), so others may take it at once, wherever it is queued now (also
+    where a promoted regrade moved it to another tier or verdict, or out of the walk's
+    filter, while it was open); not when a page of another origin sent the request
+    (:func:`claim_withheld`). At the end: the queue, saying so."""
     params = {k: v for k, v in request.query_params.items() if isinstance(v, str)}
     filters = _filters(params, "q.")
     try:

@@ -192,9 +192,10 @@ async def walk_step(
     service did not sign: from the queue's start), however far down the queue it is and
     however the items before it moved meanwhile: the first item queued behind that
     place, the item ``after`` itself excluded (also where a promoted regrade replaced
-    its grading meanwhile). Also the grading the item walked past is queued under now
-    (``after``, or the one that replaced it: walked past, not finished), None where it
-    is no longer queued there. One snapshot; None at the queue's end."""
+    its grading meanwhile). Also the grading the item walked past is under now (``after``,
+    or the one a promoted regrade put in its place), wherever that grading sits now: in
+    another tier or verdict, outside the walk's filter, or out of the queue (None
+    without ``after`` or for an unknown one). One snapshot; None at the queue's end."""
     return await services.store.db.run_read(_walk_step, services, principal, filters, key, after)
 
 
@@ -216,9 +217,8 @@ def _walk_step(
     left_item = session.get(GradingRecord, after) if after is not None else None
     # the item walked past, by its submission: a promoted regrade's grading is that item
     walked = left_item.submission_id if left_item is not None else None
-    items = page.items
-    passed = items[0].grading.id if items and items[0].submission.id == walked else None
-    following = [item for item in items if item.submission.id != walked]
+    passed = _current_grading(session, walked) if walked is not None else None
+    following = [item for item in page.items if item.submission.id != walked]
     if not following:
         return None, passed
     found = following[0]
@@ -226,6 +226,21 @@ def _walk_step(
         session, principal_id=principal.id, filters=filters, after=found.key
     ).total
     return WalkStep(grading_id=found.grading.id, key=found.key, left=left), passed
+
+
+def _current_grading(session: Session, submission_id: str) -> str | None:
+    """The id of the submission's grading in force (a promoted regrade's, once one
+    replaced it), wherever the queue holds it, or None."""
+    query = (
+        select(col(GradingRecord.id))
+        .where(
+            col(GradingRecord.submission_id) == submission_id,
+            col(GradingRecord.is_current).is_(True),
+        )
+        .order_by(col(GradingRecord.created_at).desc())
+    )
+    found: str | None = session.execute(query).scalars().first()
+    return found
 
 
 def _presented_items(
