@@ -183,9 +183,28 @@ def _check_content_coding(request: Request[Any, Any, Any]) -> None:
         )
 
 
+#: what an ``Idempotency-Key`` is made of: visible ASCII and spaces (a Structured Field
+#: string's characters, as the header's specification has it)
+_KEY_TEXT = re.compile(r"[\x20-\x7e]*")
+
+
+def _check_idempotency_key(request: Request[Any, Any, Any]) -> None:
+    """400 naming ``Idempotency-Key`` for a key sent twice (which one the client meant is
+    unknown) or holding a character outside visible ASCII: header bytes beyond ASCII are
+    read as Latin-1, so such a key would be stored as other text than the one sent."""
+    keys = request.headers.getall("idempotency-key", [])
+    if len(keys) > 1:
+        raise _refuse("Idempotency-Key", "sent more than once: send one key", status=400)
+    if keys and not _KEY_TEXT.fullmatch(keys[0]):
+        raise _refuse(
+            "Idempotency-Key", "must be visible ASCII characters (and spaces)", status=400
+        )
+
+
 def check_params(request: Request[Any, Any, Any]) -> None:
     """422 naming the query or path parameter, or the stored header, that cannot be
-    stored (or a bad date); 400 naming a query parameter not sent as UTF-8 text; 415
+    stored (or a bad date); 400 naming a query parameter not sent as UTF-8 text, or an
+    ``Idempotency-Key`` sent twice or outside visible ASCII; 415
     naming ``Content-Encoding`` for a body in a content coding. Every route's guard runs
     it, a file upload's and a page's included."""
     _check_content_coding(request)
@@ -193,6 +212,7 @@ def check_params(request: Request[Any, Any, Any]) -> None:
         problem = unstorable(request.headers.get(header, ""))
         if problem:
             raise _refuse(header, problem)
+    _check_idempotency_key(request)
     for name, value in query_items(request.scope.get("query_string", b"")):
         if not_utf8(name) or not_utf8(value):
             raise _refuse(name, "not valid UTF-8 text", status=400)

@@ -8,6 +8,7 @@ import gzip
 import json
 from typing import Any
 
+import httpx
 import pytest
 from sqlalchemy import func, select
 from sqlalchemy.engine import Engine
@@ -64,6 +65,51 @@ async def test_a_stored_header_with_a_nul_is_422_naming_it(
     assert answer.status_code == 422, answer.text
     assert answer.json()["errors"][0]["field"] == header
     assert await count_submissions(engine) == 0
+
+
+@pytest.mark.parametrize(
+    ("keys", "says"),
+    [
+        ([b"run-\xff\xfe"], "visible ASCII"),  # not UTF-8 either
+        (["запуск-7".encode()], "visible ASCII"),  # UTF-8: read as Latin-1 it is other text
+        ([b"run\x01"], "visible ASCII"),
+        ([b"run-1", b"run-2"], "more than once"),  # which one was meant is unknown
+    ],
+)
+async def test_an_idempotency_key_outside_visible_ascii_or_sent_twice_is_400_naming_it(
+    api_client: Any, tokens: Any, engine: Engine, keys: list[bytes], says: str
+) -> None:
+    """A key is stored and compared as text: header bytes beyond ASCII would be stored as
+    other text than the client's (its retry with the key it meant would not replay), and
+    of two keys one would be dropped silently. Nothing is stored."""
+    agent = await tokens("submitter")
+    headers = httpx.Headers(
+        [("Authorization", agent["Authorization"]), *(("Idempotency-Key", k) for k in keys)]
+    )
+    async with api_client(start_workers=False) as client:
+        answer = await client.post("/v1/submissions", json=BASE, headers=headers)
+    assert answer.status_code == 400, answer.text
+    error = answer.json()["errors"][0]
+    assert error["field"] == "Idempotency-Key" and says in error["message"]
+    assert await count_submissions(engine) == 0
+
+
+async def test_an_idempotency_key_with_spaces_and_punctuation_is_taken(
+    api_client: Any, tokens: Any, engine: Engine
+) -> None:
+    """Every visible ASCII character and the space may be part of a key."""
+    agent = await tokens("submitter")
+    key = "run 17/attempt:1 ~!\"#$%&'()*+,-.;<=>?@[]^_`{|}"
+    async with api_client(start_workers=False) as client:
+        answer = await client.post(
+            "/v1/submissions", json=BASE, headers={**agent, "Idempotency-Key": key}
+        )
+        again = await client.post(
+            "/v1/submissions", json=BASE, headers={**agent, "Idempotency-Key": key}
+        )
+    assert answer.status_code == 202 and again.status_code == 202, answer.text
+    assert again.json()["id"] == answer.json()["id"]
+    assert again.headers.get("Idempotent-Replayed") == "true"
 
 
 async def test_a_lone_surrogate_is_refused(api_client: Any, tokens: Any) -> None:
