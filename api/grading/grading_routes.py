@@ -41,7 +41,7 @@ async def get_grading(
     Read in one snapshot: the grading (with its votes), its answers, overrides and tags
     agree."""
     body = await read_grading(services, principal, grading_id)
-    return Response(body, headers={"ETag": grading_etag(body)})
+    return Response(body, headers={"ETag": grading_etag(body, principal)})
 
 
 @get(

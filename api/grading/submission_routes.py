@@ -95,7 +95,7 @@ async def create_submission(
             body = _just_stored(accepted, principal, services)
     location = f"/v1/gradings/{grading_id}"
     status = 202 if body.status == "pending" else 201
-    headers = {"Location": location, "ETag": grading_etag(body)}
+    headers = {"Location": location, "ETag": grading_etag(body, principal)}
     if not outcome.created:
         headers["Idempotent-Replayed"] = "true"
     return Response(body, status_code=status, headers=headers)

@@ -134,11 +134,13 @@ def submitter_grading(public: GradingPublic, view: SubmitterView) -> SubmitterGr
     )
 
 
-def grading_etag(body: GradingRead) -> str:
-    """The ETag of a grading as one reader sees it: the whole object's is its revision
-    (what ``If-Match`` names); a submitter's view's is a digest of the view, so it moves
-    when what the view shows moves and never with an override or a tag it does not show."""
-    if isinstance(body, SubmitterGradingVerdict):
+def grading_etag(body: GradingRead, principal: Principal) -> str:
+    """The ETag of a grading as one reader sees it: the whole object's, as an adjudicator
+    or admin reads it, is its revision (what ``If-Match`` names); whatever a submitter
+    reads (its view, or the whole object with the judges' addresses hidden) is a digest
+    of it, so it moves when what it shows moves, never with an override or a tag it does
+    not show, and two different bodies never share one ETag."""
+    if isinstance(body, SubmitterGradingVerdict) or not principal.at_least("adjudicator"):
         digest = hashlib.sha256(body.model_dump_json().encode()).hexdigest()[:20]
         return f'"v{digest}"'
     return f'"{body.revision}"'

@@ -166,3 +166,23 @@ def test_a_grading_shown_before_it_is_stored_masks_the_keys_it_names() -> None:
     assert shown.judge == {"backend": "panel", "model": PANEL_MODEL_SHOWN}
     assert [v.judge for v in shown.answers[0].votes] == [LOCAL_SHOWN, CLOUD_SHOWN]
     assert shown.detail == f"{CLOUD_SHOWN} answered late"
+
+
+async def test_a_submitter_and_an_adjudicator_reading_different_bodies_get_different_etags(
+    api_client: Any, tokens: Any
+) -> None:
+    """A submitter reads the whole object of a grading against its own ground truth with
+    the judges' addresses hidden, an adjudicator with them: two bodies, so two strong
+    ETags (a digest of what the submitter reads), never one validator for both."""
+    agent, adj = await tokens("submitter"), await tokens("adjudicator")
+    async with api_client(**keyed_panel()) as client:
+        grading_id = await graded_by_keyed_panel(client, agent)
+        url = f"/v1/gradings/{grading_id}"
+        mine = await client.get(url, headers=agent)
+        theirs = await client.get(url, headers=adj)
+        again = await client.get(url, headers=agent)
+    assert mine.json()["view"] == theirs.json()["view"] == "full"
+    assert mine.json()["judge"] != theirs.json()["judge"]  # the addresses hidden
+    assert theirs.headers["etag"] == f'"{theirs.json()["revision"]}"'  # what If-Match names
+    assert mine.headers["etag"] != theirs.headers["etag"]
+    assert again.headers["etag"] == mine.headers["etag"]  # the same body, the same ETag
