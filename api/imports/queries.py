@@ -5,8 +5,9 @@ came from (SREGym: run, agent, problem, attempt; JSONL: the line's content), so
 importing the same input again stores nothing twice, and an SREGym attempt met in
 several of its files is one submission (already imported after the first), as is a row
 without an attempt number that an export moved up or down its file (the same cells; a
-line another attempt was imported at, of another problem or with other cells, is not
-that attempt's). A row of the service's own export whose verdict columns it rewrote
+line another attempt was imported at, of another problem or with another diagnosis, is
+not that attempt's; the same diagnosis with another verdict is that attempt: a conflict).
+A row of the service's own export whose verdict columns it rewrote
 from another grading (another judge's, or a human override) is already imported too.
 An SREGym
 attempt that this service graded itself (its row names a grading of this database, as
@@ -83,6 +84,9 @@ __all__ = [
 #: idempotency keys are looked up under it (the audit events name who imported)
 SREGYM_SUBMITTER = "import:sregym"
 JSONL_SUBMITTER = "import:jsonl"
+
+#: the column of an SREGym row that holds the attempt's diagnosis
+_DIAGNOSIS = "Diagnosis.submission"
 
 #: stores one row (an item read, or a problem reading it) in an open transaction, its
 #: audit events collected in the batch
@@ -218,8 +222,8 @@ def _line_and_problem_key(attempt: SregymAttempt) -> str:
 
 def _line_and_cells_key(attempt: SregymAttempt) -> str:
     """The idempotency key of a row without an attempt number whose line's key another
-    attempt of its problem holds, one it differs from and no moved row of it: its file,
-    line and the digest of its cells (another attempt the row's line once held)."""
+    attempt of its problem holds, one whose diagnosis is another, and no moved row of it:
+    its file, line and the digest of its cells (another attempt the row's line once held)."""
     cells = sha256_hex(canonical_json(attempt.cells))
     return sregym_key(f"{attempt.path}:{attempt.line}#{cells}")
 
@@ -355,7 +359,7 @@ class ImportQueries:
         gives none, and only the row's cells are compared (:func:`_kept_difference`: the
         verdict columns an export rewrote aside)."""
         if known.diagnosis != new.diagnosis:
-            return "Diagnosis.submission"
+            return _DIAGNOSIS
         if truth_given and known.ground_truth_sha256 != new.ground_truth_sha256:
             return "problem_id"  # the problem's ground truth is another
         o = SregymOriginalRowRecord
@@ -622,9 +626,10 @@ class ImportQueries:
         that attempt, and is keyed by its line and problem (``submission`` so rekeyed);
         one whose key finds nothing or an attempt it differs from is looked for where its
         line moved (:meth:`_moved`, ``in_file`` the attempts this import met in its file),
-        and found in none, is not the attempt it differs from either: another attempt the
-        line held in another copy of the file, keyed by its line and cells
-        (:func:`_line_and_cells_key`, ``submission`` so rekeyed)."""
+        and found in none, is another attempt the line held in another copy of the file
+        if its diagnosis is another, keyed by its line and cells
+        (:func:`_line_and_cells_key`, ``submission`` so rekeyed); the same diagnosis
+        with other cells (another verdict) is that attempt, in conflict."""
         submitter = submission.submitted_by
         assert submission.idempotency_key is not None
         known = self._known(session, submitter, submission.idempotency_key)
@@ -646,9 +651,10 @@ class ImportQueries:
             moved = self._moved(session, attempt, in_file)
             if moved is not None:
                 return moved, difference(moved)
-        if known is not None and differs is not None and attempt.attempt is None:
+        if differs == _DIAGNOSIS and attempt.attempt is None:
             # a line another attempt of the problem was imported at (a filtered export,
-            # then the whole file)
+            # then the whole file); the same diagnosis with other cells (SREGym's verdict
+            # judged again) is that attempt: a conflict
             submission.idempotency_key = _line_and_cells_key(attempt)
             known = self._known(session, submitter, submission.idempotency_key)
             differs = None if known is None else difference(known)

@@ -747,6 +747,44 @@ async def test_two_rows_of_the_same_cells_without_attempt_numbers_are_two_attemp
     assert len(_submissions(engine)) == 2
 
 
+def _one_attempt(results: Path, verdict: bool, *, numbered: bool) -> Path:
+    """P2's one attempt (diagnosis FIRST) in ``<run>/stratus/<P2>/results.csv`` with
+    SREGym's ``verdict`` (all checked ``Yes``, or only the first four), with or without
+    an ``attempt`` column; ``results``."""
+    folder = results / RUN / "stratus" / P2
+    folder.mkdir(parents=True)
+    checklist = repr([{"id": q, "answer": "Yes" if verdict or n < 4 else "No"}
+                      for n, q in enumerate(IDS)])  # fmt: skip
+    header = ["problem_id", "Diagnosis.submission", "Diagnosis.success",
+              "Diagnosis.judgment", "Diagnosis.checklist"]  # fmt: skip
+    row = [P2, FIRST, str(verdict), str(verdict), checklist]
+    if numbered:
+        header.insert(1, "attempt")
+        row.insert(1, "1")
+    buffer = io.StringIO()
+    writer = csv.writer(buffer)
+    writer.writerows([header, row])
+    (folder / "results.csv").write_text(buffer.getvalue(), newline="")
+    return results
+
+
+@pytest.mark.parametrize("numbered", [True, False], ids=["attempt-column", "no-attempt-column"])
+async def test_the_same_diagnosis_with_another_sregym_verdict_is_a_conflict(
+    store: Store, engine: Engine, tmp_path: Path, numbered: bool
+) -> None:
+    """The same file imported again after SREGym's judge ran again: the same line,
+    problem and diagnosis with another verdict is the attempt imported before, in
+    conflict, with or without an ``attempt`` column; the attempt is stored once, with
+    the verdict first imported (only another diagnosis makes a row without an attempt
+    number on an imported attempt's line a new attempt)."""
+    first = await _import(store, _one_attempt(tmp_path / "first", True, numbered=numbered))
+    assert (first.submissions, first.conflicts, first.problems) == (1, [], [])
+    again = await _import(store, _one_attempt(tmp_path / "again", False, numbered=numbered))
+    assert (again.submissions, len(again.conflicts)) == (0, 1), again
+    assert again.conflicts[0].field in {"Diagnosis.success", "Diagnosis.judgment"}
+    assert len(_submissions(engine)) == 1
+
+
 def test_an_attempts_own_file_of_a_problem_whose_id_ends_in_ALL_is_of_its_run_and_agent(
     tmp_path: Path,
 ) -> None:
