@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     import httpx
     from _typeshed import SupportsWrite
 
-__all__ = ["Refused", "poll_waits", "query_params", "remote"]
+__all__ = ["Refused", "poll_waits", "query_params", "remote", "server_and_token"]
 
 _TIMEOUT = 60.0
 #: the waits between a followed job's first looks: short, so a job over in a moment is
@@ -168,11 +168,12 @@ class Remote:
         return self.send("POST", path, json=body).json()
 
 
-@contextmanager
-def remote(url: str) -> Iterator[Remote]:
-    """A client of the server at ``url`` with the token of ``SRE_JUDGE_TOKEN``, read as
-    the client package reads it (:func:`sre_judge_client._core.resolve`)."""
-    import httpx
+def server_and_token(url: str) -> tuple[str, str]:
+    """The base URL of ``--server url`` and the token of ``SRE_JUDGE_TOKEN``, read as the
+    client package reads it (:func:`sre_judge_client._core.resolve`); a usage error (exit
+    2) naming ``--server`` for a URL that is not http(s) (``""`` too), or naming the
+    token. A command with nothing to send checks it all the same, so a bad option fails
+    whatever the day's input is."""
     from sre_judge_client._core import resolve
 
     if not url.lower().startswith(("http://", "https://")):  # a scheme has no case
@@ -183,6 +184,16 @@ def remote(url: str) -> Iterator[Remote]:
         raise click.UsageError(f"SRE_JUDGE_TOKEN: {exc}") from None
     if not token:
         raise click.UsageError("--server needs a token: set SRE_JUDGE_TOKEN")
+    return base, token
+
+
+@contextmanager
+def remote(url: str) -> Iterator[Remote]:
+    """A client of the server at ``url`` with the token of ``SRE_JUDGE_TOKEN``
+    (:func:`server_and_token`)."""
+    import httpx
+
+    base, token = server_and_token(url)
     headers = {"Authorization": f"Bearer {token}"}
     with httpx.Client(base_url=base, headers=headers, timeout=_TIMEOUT) as http:
         yield Remote(http, url)

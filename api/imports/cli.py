@@ -137,8 +137,10 @@ def import_sregym(
         raise click.UsageError(str(exc)) from None
     prefix = f"{directory}/"
     if server is not None:
+        from api.cli.remote import server_and_token
         from api.imports.remote import sregym_archive
 
+        server_and_token(server)  # a bad --server is refused with nothing to upload too
         upload = sregym_archive(directory, problems, max_bytes=max_bytes)
         if not upload.files:  # no file to send (none, or every one refused here)
             return _report(upload.report(None), fmt=fmt, prefix=prefix)
@@ -214,9 +216,12 @@ async def _local_jsonl(path: Path, rubric_id: str | None, strict: bool) -> Impor
 
 
 def _remote_jsonl(server: str, file: Path, rubric_id: str | None, strict: bool) -> ImportReport:
-    """``POST /v1/imports`` (JSON lines); a strict job that failed on bad lines aborts."""
+    """``POST /v1/imports`` (JSON lines); a strict job that failed on bad lines aborts.
+    A bad ``server`` is refused first, with nothing to upload too."""
+    from api.cli.remote import server_and_token
     from api.imports.report import ImportAborted
 
+    server_and_token(server)
     body = sys.stdin.buffer.read() if str(file) == "-" else file.read_bytes()
     if not body.strip():  # no line: nothing to send, as the database mode imports none
         from api.imports.report import ImportReport

@@ -298,3 +298,32 @@ def test_importing_nothing_through_a_server_is_the_database_modes_empty_report(
     away = {"SRE_JUDGE_TOKEN": "t0ken", "NO_COLOR": "1"}
     theirs = cli_in_process(*args, "--server", "http://127.0.0.1:9", env=away, input=b"")
     assert (theirs.returncode, theirs.stdout) == (0, mine.stdout), theirs.stderr
+
+
+@pytest.mark.parametrize(
+    ("server", "token", "named"),
+    [("", "t0ken", "--server"), ("ftp://judge.test", "t0ken", "--server"),
+     ("http://127.0.0.1:9", "", "SRE_JUDGE_TOKEN")],
+    ids=["empty", "ftp", "no-token"],
+)  # fmt: skip
+@pytest.mark.parametrize("source", ["jsonl", "sregym"])
+def test_importing_nothing_through_a_server_still_refuses_a_bad_server_option(
+    tmp_path: Path, source: str, server: str, token: str, named: str
+) -> None:
+    """With nothing to upload, an import through a server still refuses a ``--server``
+    that is no http(s) URL (a script's ``--server "$SERVER"`` with ``SERVER`` unset) or
+    a missing token, naming it (exit 2), as it does when there is something to upload:
+    a script's bad option fails on the first day, whatever that day's input is."""
+    empty = tmp_path / "none.jsonl"
+    empty.write_bytes(b"")
+    results, problems = tmp_path / "results", tmp_path / "problems.jsonl"
+    results.mkdir()
+    problems.write_text(json.dumps({"problem_id": "p1", "root_cause": "port 9999"}) + "\n")
+    args = {
+        "jsonl": ["import", "jsonl", str(empty)],
+        "sregym": ["import", "sregym", str(results), "--problems", str(problems)],
+    }[source]
+    env = {"SRE_JUDGE_TOKEN": token, "NO_COLOR": "1"}
+    done = cli_in_process(*args, "--format", "json", "--server", server, env=env)
+    assert (done.returncode, done.stdout) == (2, ""), (done.returncode, done.stderr)
+    assert named in done.stderr
