@@ -136,8 +136,9 @@ def entry_path(name: str, *, top: bool = False) -> PurePosixPath:
     """An archive entry's ``name`` as :func:`relative_path` reads it, also refused where
     it could not be unpacked: a folder or file name longer than a file system takes
     (:data:`MAX_NAME_BYTES` of UTF-8), or a path longer than :data:`MAX_PATH_BYTES`. A
-    results folder on disk (and a file an export writes of its rows) holds no such
-    limit: only an upload is unpacked."""
+    results folder on disk (and the one CSV of an export's file layout) holds no such
+    limit: only an upload is unpacked. An export's folder and archive keep to it, so
+    they can be uploaded again."""
     path = relative_path(name, top=top)
     if any(len(part.encode()) > MAX_NAME_BYTES for part in path.parts):
         raise UnsafeArchive(

@@ -4,8 +4,9 @@ Like :mod:`export_writer`, each writer reads from one snapshot and raises
 :class:`ExportFailed` for any failure on the way; the caller hands over (answers 200,
 renames into place) only what was written whole. An archive holds SREGym's layout at
 its root (``<datetime>/<agent>/<problem_id>/...csv``), as ``POST /v1/imports`` reads it,
-each file at the path the import kept, by the import's own rule for it. Each counts the
-attempts it wrote (distinct submissions, however many files hold each).
+each file at the path the import kept, by the upload's rule for an archive's entry, so
+the archive (and the folder) can be uploaded again. Each counts the attempts it wrote
+(distinct submissions, however many files hold each).
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from api.reports.sregym_roundtrip import (
     sregym_files,
 )
 from api.reports.sregym_row_reads import OriginalRowReads
-from api.sregym_archive import UnsafeArchive, relative_path
+from api.sregym_archive import UnsafeArchive, entry_path
 from judge.rubric import Rubric
 from storage import Store
 
@@ -53,12 +54,15 @@ _log = logging.getLogger(__name__)
 async def _placed(
     files: AsyncIterator[SregymFile],
 ) -> AsyncIterator[tuple[PurePosixPath, SregymFile]]:
-    """Each file with its path in the results folder, by the rule the import checked it
-    with (:func:`relative_path`); a file whose kept path that rule refuses (kept by a
-    version that did not check it) is left out and logged, never failing the export."""
+    """Each file with its path in the results folder, by the rule an upload checks an
+    archive's entry with (:func:`entry_path`), so what is written can be uploaded to
+    ``POST /v1/imports`` again; a file whose kept path that rule refuses (a name past
+    255 bytes or a path past 1,024, imported from a folder on disk, which holds no such
+    limit; or kept by a version that did not check it) is left out and logged, never
+    failing the export."""
     async for f in files:
         try:
-            path = relative_path(f.path)
+            path = entry_path(f.path)
         except UnsafeArchive as exc:
             _log.warning("SREGym export: a file left out, its path is refused: %s", exc)
             continue

@@ -476,6 +476,54 @@ async def test_a_kept_path_the_import_refuses_leaves_its_file_out_not_the_export
         assert sorted(zipped.namelist()) == kept
 
 
+#: an agent and a problem id whose attempt's own file lies 1,042 bytes from the run
+#: folder on, every folder or file name within 255 bytes: a results folder on disk holds it
+DEEP_AGENT, DEEP_PROBLEM = "智" * 84, "/".join(("故" * 42, "障" * 42, "码" * 42))
+
+
+def _deep_attempt(results: Path) -> dict[str, bytes]:
+    """One attempt of :data:`DEEP_PROBLEM` in its own file (``run_1/<pid>_results.csv``,
+    past 1,024 bytes from the run folder on) and in a ``results.csv`` in the problem's
+    folder (within them); the files by path."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer)
+    writer.writerow(["problem_id", "attempt", "Diagnosis.submission", "Diagnosis.success",
+                     "Diagnosis.checklist"])  # fmt: skip
+    checklist = repr([{"id": q, "answer": "Yes"} for q in IDS])
+    writer.writerow([DEEP_PROBLEM, "1", "the geo pod restarts", "True", checklist])
+    folder = results / ROUND_RUN / DEEP_AGENT / DEEP_PROBLEM
+    for path in (folder / "run_1" / f"{DEEP_PROBLEM}_results.csv", folder / "results.csv"):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(buffer.getvalue(), newline="")
+    return _files(results)
+
+
+async def test_a_path_an_upload_refuses_leaves_its_file_out_of_an_export_that_can_be_uploaded(
+    store: Store, tmp_path: Path
+) -> None:
+    """A results folder on disk whose attempt's own file lies past 1,024 bytes from the
+    run folder on is imported whole (the limit is an upload's only); the folder and the
+    archives exported leave that file out, so an archive is one ``POST /v1/imports``
+    takes again, and the attempt comes back in its other file."""
+    written = _deep_attempt(tmp_path / "results")
+    report = await ImportQueries(store.db, store.catalog).sregym(
+        read_sregym_folder(tmp_path / "results"),
+        {DEEP_PROBLEM: "the geo pod"},
+        rubric=sregym_rubric(),
+    )
+    assert (report.submissions, report.already_imported, report.problems) == (1, 1, [])
+    within = {p: data for p, data in written.items() if len(p.encode()) <= 1024}
+    assert sorted(within) == [f"{ROUND_RUN}/{DEEP_AGENT}/{DEEP_PROBLEM}/results.csv"]
+    out = tmp_path / "exported"
+    assert await write_sregym_folder(store, ReportFilter(), out, current=CURRENT) == 1
+    assert _files(out) == within
+    for archive in ("tar.gz", "zip"):
+        sink = io.BytesIO()
+        summary = await write_sregym_archive(store, ReportFilter(), sink, archive, current=CURRENT)
+        assert summary.rows == 1
+        assert check_archive(sink.getvalue(), archive) == 1
+
+
 #: an AWS access key id (AWS's documented example), in two parts so no scanner takes it
 KEY = "AKIA" + "IOSFODNN7EXAMPLE"
 #: the columns of a row that quote the key below: written back redacted
