@@ -88,6 +88,21 @@ JSONL_SUBMITTER = "import:jsonl"
 #: the column of an SREGym row that holds the attempt's diagnosis
 _DIAGNOSIS = "Diagnosis.submission"
 
+
+def _imported_verdict(grading: GradingRecord) -> dict[str, Any]:
+    """What an imported grading decided, by which judge and rubric, as a verdict's audit
+    event names it (``grading.completed``): the history reads the imported decision."""
+    return {
+        "status": grading.status,
+        "unscored_reason": grading.unscored_reason,
+        "yes_count": grading.yes_count,
+        "composite": grading.composite,
+        "passed": grading.passed,
+        "rubric": {"id": grading.rubric_id, "version": grading.rubric_version},
+        "judge": {"backend": grading.judge_backend, "model": grading.judge_model},
+    }
+
+
 #: stores one row (an item read, or a problem reading it) in an open transaction, its
 #: audit events collected in the batch
 _RowWriter = Callable[[Session, Any, ImportReport, AuditBatch], None]
@@ -707,7 +722,7 @@ class ImportQueries:
         session.flush()
         self._keep_original(session, submission.id, attempt)
         in_file[submission.id] = attempt.line
-        grading_id = None
+        grading_id, decided = None, {}
         if attempt.outcome == "diagnosed":
             grading, answers = sregym_grading(
                 attempt, submission.id, rubric=rubric, at=now, screening=submission.screening
@@ -716,7 +731,7 @@ class ImportQueries:
             session.add(grading)
             session.flush()
             session.add_all(answers)
-            grading_id = grading.id
+            grading_id, decided = grading.id, _imported_verdict(grading)
             report.sregym_verdicts += 1
         else:
             report.not_graded[attempt.outcome] = report.not_graded.get(attempt.outcome, 0) + 1
@@ -730,6 +745,7 @@ class ImportQueries:
             source="sregym",
             outcome=attempt.outcome,
             grading_id=grading_id,
+            **decided,
         )
 
     async def jsonl(

@@ -44,11 +44,13 @@ from storage.canonical import utcnow
 from storage.engine import session_factory
 from storage.imports import ImportJobRecord, ImportUploadRecord
 from storage.keys import ServiceKey
-from storage.tables import AuditRecord
+from storage.tables import AuditRecord, GradingRecord
 from tests.imports.jobs import finished, tar_gz
 from tests.storage.helpers import sregym_rubric
+from tests.support.in_process_cli import cli_in_process
 from tests.support.sregym_driver import IDS, RUN
 from tests.support.sregym_results import write_sregym_attempt, write_sregym_results
+from tests.support.submissions import DIAGNOSIS, TRUTH
 
 #: the engine matters here: run on PostgreSQL too under ``--db all``
 pytestmark = pytest.mark.postgres
@@ -826,3 +828,40 @@ def test_a_results_folder_on_disk_with_a_path_past_an_archives_limit_is_read(
     upload = sregym_archive(tmp_path / "results", {})
     assert upload.refused, "the client's upload leaves the file out, naming it"
     assert all("a path longer than 1024 bytes" in p.message for p in upload.refused)
+
+
+async def test_the_history_of_an_imported_sregym_grading_names_its_verdict_judge_and_rubric(
+    api_client: Any, tokens: Any, engine: Engine, database_url: str, tmp_path: Path
+) -> None:
+    """An imported SREGym attempt's decision (SREGym's verdict, its judge ``sregym`` and
+    rubric version ``sregym``) is readable in the grading's history, as a verdict graded
+    here is in its ``grading.completed``: ``submission.imported`` names it."""
+    checklist = [
+        {"id": q, "answer": "Yes", "evidence": "USER_PORT=9999", "confidence": "High"} for q in IDS
+    ]
+    fixture = write_sregym_attempt(
+        tmp_path, checklist, diagnosis=DIAGNOSIS, ground_truth=TRUTH, success=True
+    )
+    env = {"NO_COLOR": "1", "SRE_JUDGE_DATABASE_URL": database_url}
+    imported = cli_in_process(
+        "import", "sregym", str(fixture.root), "--problems", str(fixture.problems_file), env=env
+    )
+    assert imported.returncode == 0, imported.stderr
+    with engine.connect() as connection:
+        grading_id = connection.execute(select(GradingRecord.id)).scalar_one()
+    adjudicator = await tokens("adjudicator")
+    async with api_client(start_workers=False) as client:
+        grading = (await client.get(f"/v1/gradings/{grading_id}", headers=adjudicator)).json()
+        history = (
+            await client.get(f"/v1/gradings/{grading_id}/history", headers=adjudicator)
+        ).json()
+    # the precondition: a graded pass by SREGym's judge
+    assert (grading["status"], grading["passed"]) == ("graded", True)
+    assert grading["judge"] == {"backend": "external", "model": "sregym"}
+    assert cli_in_process("audit", "verify", env=env).returncode == 0
+    payloads = [e["payload"] for e in history["events"]]
+    events = [e["event"] for e in history["events"]]
+    decided = [p for p in payloads if p.get("passed") is True and "status" in p]
+    assert decided, f"no event of {events} records the imported verdict: {payloads}"
+    assert any("sregym" in str(p.get("judge")) for p in decided), decided
+    assert any(p.get("rubric", {}).get("version") == "sregym" for p in decided), decided
