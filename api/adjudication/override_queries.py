@@ -196,7 +196,8 @@ class OverrideQueries:
         carries from locked while it copies a copy onward onto its own grading, and
         that new copy, committed when the lock is given, was not there to be found
         before. The gradings found in one round are locked in id order, as a promote
-        locks the gradings besides its item (``storage.regrade.lifecycle.lock_items``).
+        locks the current gradings it promotes over (after its submission's row and its
+        items' previous gradings: ``storage.regrade.lifecycle.lock_items``).
         A new copy only lies on a grading whose regrade has committed and given its
         row back; a later regrade carrying from that grading meanwhile is waited for,
         and the next round finds its copy. Locking every grading of the submission up

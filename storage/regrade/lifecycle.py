@@ -34,7 +34,7 @@ from storage.regrade.carry import Carried, carry_overrides
 from storage.regrade.progress import job_progress
 from storage.regrade.tables import RegradeJobRecord
 from storage.review_tables import FailureTagRecord, OverrideRecord, ReviewClaimRecord
-from storage.tables import GradingRecord
+from storage.tables import GradingRecord, SubmissionRecord
 
 __all__ = [
     "HELD_BACK_STATES",
@@ -122,15 +122,33 @@ def lock_items(
     """The jobs of the regrade items among these gradings (their column values as
     written), by id; none for live gradings.
 
-    On PostgreSQL it row-locks what completing the items changes besides them: the jobs;
-    for the graded items of ``promote`` jobs the submissions' current gradings (promoted
-    over); and the previous gradings of the items written again after the verdicts'
-    audit (promoted, or carrying overrides): writing an item's row a second time in its
-    transaction makes PostgreSQL check its foreign keys again, which locks the previous
-    grading (``FOR KEY SHARE``), and after the audit that would wait for an override
-    made or withdrawn on it, which holds that row while it waits to audit. The queue
-    calls it before the verdicts' audit rows are appended: rows first, the audit chain's
-    lock last (see ``storage.database``).
+    On PostgreSQL it row-locks what completing the items touches besides them, before
+    the verdicts' audit takes the chain's lock (rows first, the audit chain's lock last:
+    ``storage.database``), in this order:
+
+    1. the jobs (``_locked_jobs``);
+    2. for the graded items of ``promote`` jobs, their submissions' rows (``FOR NO KEY
+       UPDATE``), which every promotion takes first, so the promotions of one submission
+       run one after the other. Without it, a promote that waited for the current
+       grading's row while another promote of the submission committed would lock only
+       the grading it had read (its statement's snapshot is older than the wait) and
+       find the new current one only after its audit, then wait for an override of it
+       that holds its row while it waits to audit. A statement run once this lock is
+       held sees the current grading as it stands. ``NO KEY UPDATE``, not ``UPDATE``:
+       the foreign key checks of rows written under the submission (``FOR KEY SHARE``)
+       do not wait for it, and nothing else locks or changes a submission's row;
+    3. every item's previous grading (``FOR KEY SHARE``), oldest first: an item's row
+       written again after the audit (promoted, or carrying overrides) makes PostgreSQL
+       check its foreign keys again, which takes that lock on the previous grading, and
+       after the audit that would wait for an override made or withdrawn on it, which
+       holds its row while it waits to audit. Held from before the audit, no override of
+       the previous grading commits until this transaction does, so the overrides it
+       carries are the ones it read. Oldest first, as a withdrawal locks the grading
+       it withdraws on and then the later gradings its copies were carried onto. A
+       grading step 4 locks is left to it: holding the weaker lock while asking for the
+       stronger would queue behind a writer that came between;
+    4. the current gradings of those submissions (promoted over, ``FOR UPDATE``), in id
+       order as two batches lock them alike.
     """
     items = [g for g in gradings if g["regrade_job_id"] is not None]
     if not items:
@@ -138,25 +156,31 @@ def lock_items(
     jobs = _locked_jobs(db, session, {g["regrade_job_id"] for g in items})
     if not db.postgres:
         return jobs
-    promoted = {g["id"]: g for g in items if _promotes(jobs.get(g["regrade_job_id"]), g["status"])}
-    others = [g["previous_grading_id"] for g in items if g["id"] not in promoted]
-    previous = _with_overrides(session, others) | {
-        g["previous_grading_id"] for g in promoted.values() if g["previous_grading_id"]
-    }
-    if not promoted and not previous:
-        return jobs
+    promoted = {g["id"] for g in items if _promotes(jobs.get(g["regrade_job_id"]), g["status"])}
+    submissions = sorted({g["submission_id"] for g in items if g["id"] in promoted})
+    if submissions:
+        session.execute(
+            select(col(SubmissionRecord.id))
+            .where(col(SubmissionRecord.id).in_(submissions))
+            .order_by(col(SubmissionRecord.id))
+            .with_for_update(key_share=True)
+        ).all()
     replaced = and_(
-        col(GradingRecord.submission_id).in_({g["submission_id"] for g in promoted.values()}),
+        col(GradingRecord.submission_id).in_(submissions),
         col(GradingRecord.is_current).is_(True),
-        col(GradingRecord.id).not_in(list(promoted)),
+        col(GradingRecord.id).not_in(promoted),
     )
-    locked = (  # in id order, as two batches lock them alike
-        select(col(GradingRecord.id))
-        .where(or_(replaced, col(GradingRecord.id).in_(previous)))
-        .order_by(col(GradingRecord.id))
-        .with_for_update()
-    )
-    session.execute(locked).all()
+    previous = {g["previous_grading_id"] for g in items if g["previous_grading_id"]}
+    if previous:
+        session.execute(
+            select(col(GradingRecord.id))
+            .where(col(GradingRecord.id).in_(previous), *([~replaced] if submissions else []))
+            .order_by(col(GradingRecord.created_at), col(GradingRecord.id))
+            .with_for_update(read=True, key_share=True)
+        ).all()
+    if submissions:
+        locked = select(col(GradingRecord.id)).where(replaced).order_by(col(GradingRecord.id))
+        session.execute(locked.with_for_update()).all()
     return jobs
 
 

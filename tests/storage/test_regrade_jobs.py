@@ -4,19 +4,26 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import threading
+import time
+from collections.abc import Awaitable, Callable, Sequence
 from datetime import timedelta
+from typing import Any
 
 import pytest
-from sqlalchemy import select
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
 from sqlmodel import col
 
+import storage.queue
+import storage.regrade.lifecycle as lifecycle
 from api.adjudication.override_queries import OverrideQueries
 from api.regrade.job_queries import RegradeJobQueries, RegradeTarget
 from api.regrade.selection import RegradeFilter
 from judge.rubric import Rubric
 from judge.verdict import GradingResult
 from storage import Claim, GradingFilter, GradingView, Store
-from storage.errors import Conflict
+from storage.errors import Conflict, Superseded
 from storage.lost_workers import LEASE_EXPIRED
 from storage.tables import GradingRecord
 from tests.conftest import Clock
@@ -580,6 +587,188 @@ async def test_a_job_with_a_new_rubric_version_while_an_override_is_stored_waits
         lambda: jobs.create_job(RegradeFilter(), _target(_reworded()), actor="admin"),
     )
     assert created.job.total == 1
+
+
+class _Held:
+    """Holds a transaction at a point of its code until ``go`` is set (``arrived`` is set
+    when it gets there), the first time only."""
+
+    def __init__(self) -> None:
+        self.arrived, self.go = threading.Event(), threading.Event()
+
+    def hold(self) -> None:
+        if not self.go.is_set():
+            self.arrived.set()
+            self.go.wait(30)
+
+
+def _until(condition: Callable[[], bool], seconds: float = 10) -> bool:
+    """Whether ``condition()`` came true within ``seconds`` (polled)."""
+    end = time.monotonic() + seconds
+    while not condition():
+        if time.monotonic() > end:
+            return False
+        time.sleep(0.02)
+    return True
+
+
+def _failed(results: Sequence[object], names: Sequence[str]) -> str:
+    """Which of the transactions failed and how, for a message; empty when none did."""
+    return "; ".join(
+        f"{n}: {r!r}" for n, r in zip(names, results, strict=True) if isinstance(r, BaseException)
+    )
+
+
+@pytest.mark.postgres
+async def test_an_override_of_the_grading_a_second_promote_replaces_waits_for_it(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two ``promote`` jobs' items of one submission are stored at once (the second
+    waits for the first), and an adjudicator overrides the grading the first made current
+    while the second is storing its own: the override waits for the second promote and
+    is then refused as superseded, naming the grading in force. Neither transaction is
+    aborted (the second promote locks the grading it replaces, the current one as the
+    first left it, before it audits)."""
+    if not store.db.postgres:
+        pytest.skip("a race between PostgreSQL transactions")
+    await _graded_submissions(store, 1)
+    jobs = RegradeJobQueries(store.db)
+    a = (await jobs.create_job(RegradeFilter(), _target(mode="promote"), actor="admin")).job
+    b = (await jobs.create_job(RegradeFilter(), _target(mode="promote"), actor="admin")).job
+    claims = await store.queue.claim_pending("w", limit=10, lease_seconds=600)
+    item = {c.regrade_job_id: c.grading_id for c in claims}
+    # B's promote held once it has audited its verdict (the audit chain's lock held),
+    # before it looks for the grading it replaces
+    held = _Held()
+    real = lifecycle._current_besides
+
+    def gated(db: Any, session: Any, grading: Any) -> Any:
+        if grading.id == item[b.id]:
+            held.hold()
+        return real(db, session, grading)
+
+    monkeypatch.setattr(lifecycle, "_current_besides", gated)
+    gate = AuditGate(monkeypatch, "grading.completed")
+    first = asyncio.create_task(store.queue.complete(item[a.id], "w", graded_result()))
+    assert await asyncio.to_thread(gate.arrived.wait, 10)
+    second = asyncio.create_task(store.queue.complete(item[b.id], "w", graded_result([])))
+    await asyncio.to_thread(wait_for_lock_waiter, store, second.done)  # B waits for A
+    gate.go.set()
+    assert await first is True
+    assert await asyncio.to_thread(held.arrived.wait, 10)
+    view = await store.gradings.get(item[a.id])
+    assert view is not None and view.grading.is_current  # A's, current until B commits
+    human = asyncio.create_task(
+        override(store, item[a.id], rubric=sregym_rubric(),
+            expected_revision=view.grading.revision, kind="verdict", reason="scope missed",
+            author_id="h1", author_name="Hana", verdict="fail",
+        )
+    )  # fmt: skip
+    await asyncio.to_thread(wait_for_lock_waiter, store, human.done)
+    held.go.set()
+    results = await asyncio.gather(second, human, return_exceptions=True)
+    assert results[0] is True and isinstance(results[1], Superseded), _failed(
+        results, ["the second promote", "the override"]
+    )
+    [current], _ = await store.gradings.page(limit=10)
+    assert current.grading.id == item[b.id]
+
+
+@pytest.mark.postgres
+async def test_overrides_of_the_grading_a_shadow_item_follows_while_it_is_stored_succeed(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two adjudicators override the grading a regrade item follows while a worker
+    stores the item (the first once the worker has locked what it locks, before its
+    audit; the second while the worker carries what it found): every transaction
+    succeeds, and the item carries exactly the overrides stored before it (an override
+    of the previous grading waits for the item's transaction, which keeps it from
+    changing until it commits)."""
+    if not store.db.postgres:
+        pytest.skip("a race between PostgreSQL transactions")
+    [old_id] = await _graded_submissions(store, 1, ALL[:6])
+    await RegradeJobQueries(store.db).create_job(RegradeFilter(), _target(), actor="admin")
+    [item] = await store.queue.claim_pending("w", limit=1, lease_seconds=600)
+    locked, carrying = _Held(), _Held()
+    real_lock, real_carry = storage.queue.lock_items, lifecycle.carry_overrides
+
+    def lock_then_hold(*args: Any, **kw: Any) -> Any:
+        out = real_lock(*args, **kw)
+        locked.hold()  # its row locks taken; its audit not appended yet
+        return out
+
+    def hold_then_carry(*args: Any, **kw: Any) -> Any:
+        carrying.hold()  # the audit chain's lock held
+        return real_carry(*args, **kw)
+
+    monkeypatch.setattr(storage.queue, "lock_items", lock_then_hold)
+    monkeypatch.setattr(lifecycle, "carry_overrides", hold_then_carry)
+
+    def answer(question_id: str, author: str) -> Awaitable[object]:
+        return override(store, old_id, rubric=sregym_rubric(),
+            expected_revision=None, kind="answer", reason="quoted", author_id=author,
+            author_name=author, question_id=question_id, answer=True,
+        )  # fmt: skip
+
+    worker = asyncio.create_task(store.queue.complete(item.grading_id, "w", graded_result()))
+    assert await asyncio.to_thread(locked.arrived.wait, 10)
+    first = asyncio.create_task(answer("D3-Q1", "h1"))
+    await asyncio.to_thread(wait_for_lock_waiter, store, first.done)  # stored, or waiting
+    locked.go.set()
+    # the worker carries the overrides it found (held there), or has none to carry
+    assert await asyncio.to_thread(_until, lambda: carrying.arrived.is_set() or worker.done())
+    second = asyncio.create_task(answer("D3-Q2", "h2"))
+    await asyncio.to_thread(wait_for_lock_waiter, store, second.done)
+    carrying.go.set()
+    results = await asyncio.gather(worker, first, second, return_exceptions=True)
+    assert not _failed(results, ["the worker", "the first override", "the second"])
+    assert results[0] is True
+    carried = await OverrideQueries(store.db).history(item.grading_id)
+    assert [o.question_id for o in carried] == (["D3-Q1"] if carrying.arrived.is_set() else [])
+
+
+@pytest.mark.postgres
+async def test_promote_jobs_and_overrides_of_one_submission_at_once_all_finish(
+    store: Store,
+) -> None:
+    """Round after round, two ``promote`` jobs' items of one submission are stored at
+    once while an adjudicator overrides the grading the first made current as soon as it
+    is: no transaction is aborted (an override that comes too late is refused as
+    superseded) and every submission keeps one current grading."""
+    if not store.db.postgres:
+        pytest.skip("a race between PostgreSQL transactions")
+    rounds = 20
+    await _graded_submissions(store, rounds)
+    jobs = RegradeJobQueries(store.db)
+    a = (await jobs.create_job(RegradeFilter(), _target(mode="promote"), actor="admin")).job
+    b = (await jobs.create_job(RegradeFilter(), _target(mode="promote"), actor="admin")).job
+    claims = await store.queue.claim_pending("w", limit=100, lease_seconds=600)
+    by_submission: dict[str, dict[str, str]] = {}
+    for c in claims:
+        by_submission.setdefault(c.submission_id, {})[c.regrade_job_id] = c.grading_id
+    assert len(by_submission) == rounds
+    failures: list[str] = []
+    for items in by_submission.values():
+        first = asyncio.create_task(store.queue.complete(items[a.id], "w", graded_result()))
+        second = asyncio.create_task(store.queue.complete(items[b.id], "w", graded_result([])))
+        assert await first is True
+        human = override(store, items[a.id], rubric=sregym_rubric(),
+            expected_revision=None, kind="verdict", reason="scope", author_id="h1",
+            author_name="Hana", verdict="fail",
+        )  # fmt: skip
+        promoted, overridden = await asyncio.gather(second, human, return_exceptions=True)
+        if isinstance(overridden, Superseded):
+            overridden = None  # came after the second promote: refused, as it should be
+        if failed := _failed([promoted, overridden], ["the second promote", "the override"]):
+            failures.append(failed)
+    assert not failures, f"{len(failures)} of {rounds} rounds failed: {failures[0]}"
+
+    def current_per_submission(session: Session) -> dict[str, int]:
+        g = GradingRecord
+        query = select(col(g.submission_id), func.count()).where(col(g.is_current).is_(True))
+        return {s: n for s, n in session.execute(query.group_by(col(g.submission_id)))}
+
+    assert await store.db.run_read(current_per_submission) == dict.fromkeys(by_submission, 1)
 
 
 async def test_the_filter_selects_by_agent_verdict_judge_scenario_tags_and_date(
