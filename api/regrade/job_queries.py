@@ -422,7 +422,8 @@ class RegradeJobQueries:
     ) -> list[str]:
         """Move a job's items from status ``old`` to ``new`` (those of them ``where``
         selects), skipping rows being written; the ids moved (for the audit event that
-        covers them). A lease's holder is cleared and its expiry kept (``_cancel_items``).
+        covers them). The status is shown, so each moved item's revision (its ETag)
+        moves too. A lease's holder is cleared and its expiry kept (``_cancel_items``).
         """
         ids = select(col(GradingRecord.id)).where(
             col(GradingRecord.regrade_job_id) == job_id, col(GradingRecord.status) == old, *where
@@ -432,7 +433,7 @@ class RegradeJobQueries:
         moved = session.execute(
             update(GradingRecord)
             .where(col(GradingRecord.id).in_(ids))
-            .values(status=new, lease_owner=None)
+            .values(status=new, lease_owner=None, revision=col(GradingRecord.revision) + 1)
             .returning(col(GradingRecord.id))
             .execution_options(synchronize_session=False)
         )

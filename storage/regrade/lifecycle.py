@@ -246,7 +246,8 @@ def cancel_given_back(
 
     ``lost``: the records of those whose lease ran out in their worker's hands
     (``cancel_abandoned``); each one cancelled is first audited as its worker's loss.
-    The holder of a lease is cleared, its expiry kept (none, for a grading given back).
+    The holder of a lease is cleared, its expiry kept (none, for a grading given back);
+    the revision (the ETag) moves, as the status the grading shows does.
     """
     job_ids = {job_id for job_id in items.values() if job_id is not None}
     if not job_ids:
@@ -262,7 +263,7 @@ def cancel_given_back(
     cancelled = session.execute(
         update(GradingRecord)
         .where(col(GradingRecord.id).in_(ids), col(GradingRecord.status) == "pending")
-        .values(status="cancelled", lease_owner=None)
+        .values(status="cancelled", lease_owner=None, revision=col(GradingRecord.revision) + 1)
         .returning(col(GradingRecord.id))
         .execution_options(synchronize_session="fetch")
     ).scalars()

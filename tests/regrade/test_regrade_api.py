@@ -878,3 +878,41 @@ async def test_the_dry_run_of_a_job_naming_no_rubric_counts_each_submissions_rub
     assert kept["submissions"] == default["submissions"] == 2
     assert kept["judge_calls"] == default["judge_calls"] == 2
     assert 0 < kept["prompt_tokens"] < default["prompt_tokens"]
+
+
+async def _only_item_id(engine: Engine, job_id: str) -> str:
+    store = Store(engine, key=session_key())
+    views, _ = await store.gradings.page(filters=GradingFilter(current_only=False), limit=50)
+    items = [v.grading for v in views if v.grading.regrade_job_id == job_id]
+    assert len(items) == 1
+    return items[0].id
+
+
+async def test_cancelling_and_resuming_a_job_moves_its_items_etag(
+    api_client: ClientFactory, tokens: Callable[..., Any], engine: Engine
+) -> None:
+    """Cancel turns a pending regrade item into ``status: cancelled`` and resume back
+    into ``pending``: each is a change the grading object shows, so its revision (the
+    ETag ``If-Match`` names) moves with it."""
+    submitter, admin = await tokens("submitter"), await tokens("admin")
+    async with api_client() as c:
+        await graded(c, submitter)
+    backends = {NEW_JUDGE: ScriptedBackend(model="fail")}
+    async with api_client(backends=backends, start_workers=False) as c:
+        job = await c.post("/v1/regrade-jobs", json={"judge": NEW_JUDGE}, headers=admin)
+        assert job.status_code == 201, job.text
+        base = f"/v1/regrade-jobs/{job.json()['id']}"
+        item = await _only_item_id(engine, job.json()["id"])
+        before = await c.get(f"/v1/gradings/{item}", headers=admin)
+        assert before.json()["status"] == "pending"
+        assert (await c.post(f"{base}/cancel", headers=admin)).status_code == 200
+        cancelled = await c.get(f"/v1/gradings/{item}", headers=admin)
+        assert cancelled.json()["status"] == "cancelled"
+        assert cancelled.headers["etag"] != before.headers["etag"], (
+            "status pending -> cancelled, ETag unchanged",
+            before.headers["etag"],
+        )
+        assert (await c.post(f"{base}/resume", headers=admin)).status_code == 200
+        resumed = await c.get(f"/v1/gradings/{item}", headers=admin)
+        assert resumed.json()["status"] == "pending"
+        assert resumed.headers["etag"] != cancelled.headers["etag"]
