@@ -3,7 +3,8 @@
 A :class:`JudgeCaller` is what the asking strategies (one call for the whole rubric,
 or one call per question) are given: they never talk to a backend directly. Every
 call, answered or failed or served from the cache, comes back as one
-:class:`~judge.calls.JudgeCall` record, built here and nowhere else.
+:class:`~judge.calls.JudgeCall` record, built here and nowhere else, and the caller
+keeps them all (``JudgeCaller.made``).
 """
 
 from __future__ import annotations
@@ -42,6 +43,9 @@ class JudgeCaller:
     #: characters counted beyond a prompt's own when checking that it fits (the ground
     #: truth counted at its budget: ``judge.context.Fit.padding_chars``)
     padding_chars: int = 0
+    #: every call this caller made, in order (``remember``'s cache keys on them): what a
+    #: grading that fails after the judge answered still keeps (``judge.grader``)
+    made: list[JudgeCall] = field(default_factory=list, init=False, repr=False, compare=False)
     #: id(request) -> (request, its cache key), for the requests of this caller's grading
     _keys: dict[int, tuple[JudgeRequest, str | None]] = field(
         default_factory=dict, init=False, repr=False, compare=False
@@ -121,6 +125,8 @@ class JudgeCaller:
                 if key is not None:
                     key = await self.cache.put(key, completion)
             kept.append(call if key is None else call.model_copy(update={"cache_key": key}))
+        keyed = {id(call): new for call, new in zip(calls, kept, strict=True) if new is not call}
+        self.made[:] = [keyed.get(id(call), call) for call in self.made]
         return tuple(kept)
 
     def _cache_key(self, request: JudgeRequest) -> str | None:
@@ -142,7 +148,7 @@ class JudgeCaller:
     def _record(self, purpose: Purpose, request: JudgeRequest, **outcome: Any) -> JudgeCall:
         """The audit record of one call: which judge, what was asked, what came back."""
         backend = self.backend
-        return JudgeCall(
+        call = JudgeCall(
             purpose=purpose,
             backend=backend.name,
             model=backend.model,
@@ -150,3 +156,5 @@ class JudgeCaller:
             request=request,
             **outcome,
         )
+        self.made.append(call)
+        return call

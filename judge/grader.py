@@ -1,8 +1,10 @@
 """Grading one submission: prompt, judge call, strict parse, evidence check, rule.
 
 A judge that could not answer yields an ``unscored`` result with a reason and every
-call kept; it is never turned into nine "No" nor into a pass. The judge is asked in
-one call for the whole rubric (here) or one call per question
+call kept; it is never turned into nine "No" nor into a pass. A fault of the grader's
+own once the judge was asked (in the checks of its reply, say) is raised as
+:class:`GradingFailed`, which brings every call made with the error it wraps. The judge
+is asked in one call for the whole rubric (here) or one call per question
 (``judge.per_question``); both ask through a :class:`~judge.caller.JudgeCaller` with
 the one repair loop of ``judge.asking``.
 """
@@ -18,9 +20,10 @@ from judge.asking import ask_with_repair
 from judge.backends.base import JudgeBackend
 from judge.cache import JudgeCache
 from judge.caller import JudgeCaller
-from judge.calls import SamplingParams
+from judge.calls import JudgeCall, SamplingParams
 from judge.confidence import with_logprob_confidence
 from judge.context import Fit, OverflowPolicy, fit_diagnosis, ground_truth_stand_in
+from judge.errors import InputError
 from judge.extraction import ask_extraction
 from judge.inputs import DEFAULT_MAX_TEXT_BYTES, check_text
 from judge.per_question import ask_per_question
@@ -34,7 +37,18 @@ from judge.screening import Screening, screen
 from judge.style import AskAs, AskingStyle, ReplyFormat, style_of
 from judge.verdict import GradingResult
 
-__all__ = ["Grader", "ask_single", "screened"]
+__all__ = ["Grader", "GradingFailed", "ask_single", "screened"]
+
+
+class GradingFailed(Exception):
+    """An unexpected error (``error``) while grading, not the judge's: ``calls`` are the
+    judge calls made before it (prompts sent, replies received), for the failed try to
+    keep. The message names only the error's type (its own may quote a ground truth)."""
+
+    def __init__(self, error: Exception, calls: tuple[JudgeCall, ...]) -> None:
+        super().__init__(f"grading failed after {len(calls)} judge calls: {type(error).__name__}")
+        self.error = error
+        self.calls = calls
 
 
 @dataclass
@@ -119,7 +133,9 @@ class Grader:
         *,
         screening: Screening | None = None,
     ) -> GradingResult:
-        """Grade ``diagnosis`` against ``ground_truth``; raises InputError on bad input.
+        """Grade ``diagnosis`` against ``ground_truth``; raises InputError on bad input,
+        and GradingFailed, with the judge calls made, on an unexpected error while the
+        judge is asked or its replies checked.
 
         The diagnosis is screened first (credentials redacted, injection markers flagged:
         ``judge.screening``) and must fit the judge's context window with the reply.
@@ -145,8 +161,26 @@ class Grader:
         choice: AskingChoice,
         style: AskingStyle,
     ) -> GradingResult:
-        """The screened diagnosis fitted to the judge's window and graded in ``choice``."""
+        """The screened diagnosis fitted to the judge's window and graded in ``choice``;
+        an unexpected error raised as GradingFailed with every call ``caller`` made."""
         caller = self.caller
+        try:
+            return await self._fitted(caller, rubric, ground_truth, screening, choice, style)
+        except InputError:
+            raise
+        except Exception as exc:
+            raise GradingFailed(exc, tuple(caller.made)) from exc
+
+    async def _fitted(
+        self,
+        caller: JudgeCaller,
+        rubric: Rubric,
+        ground_truth: str,
+        screening: Screening,
+        choice: AskingChoice,
+        style: AskingStyle,
+    ) -> GradingResult:
+        """``_asked`` with ``caller``, which keeps the calls made."""
         window = await caller.context_window()
         fit = self.fit(rubric, ground_truth, screening.text, style=style, window=window)
         caller.padding_chars = fit.padding_chars

@@ -60,6 +60,7 @@ from api.service.services import Services, new_worker_id
 from judge.backends.http import MAX_RETRY_AFTER
 from judge.calls import JudgeCall
 from judge.errors import InputError, JudgeSpecError
+from judge.grader import GradingFailed
 from judge.rubric import Rubric
 from judge.spec import member_specs
 from judge.verdict import GradingResult
@@ -543,15 +544,18 @@ class GradingWorkers:
 
         Either way the judge calls of ``result`` (when the judge was asked) and the replies
         that came back are stored, so a deterministic fault neither asks a paid judge for
-        ever nor loses the prompts it sent: a confirming judge's too, which a
-        ``ConfirmationFailed`` brings with the error it wraps. Only the error's type
-        reaches the grading's detail; its message (which may quote a hidden ground truth)
-        stays in the log.
+        ever nor loses the prompts it sent: those of a grader that failed after asking
+        too, which a ``GradingFailed`` brings with the error it wraps (the grading's judge
+        or the confirming judge), and a confirming judge's, which a
+        ``ConfirmationFailed`` brings. Only the error's type reaches the grading's detail;
+        its message (which may quote a hidden ground truth) stays in the log.
         """
         store = self.services.store
         calls = list(result.calls) if result is not None else []
         if isinstance(error, ConfirmationFailed):  # the confirming judge had answered
             calls, error = list(error.calls), error.error
+        elif isinstance(error, GradingFailed):  # calls made before the fault, not in result
+            calls, error = [*calls, *error.calls], error.error
         try:
             tries = await store.queue.internal_errors(claim.grading_id) + 1
             if tries >= INTERNAL_ERROR_TRIES:
@@ -674,6 +678,15 @@ class GradingWorkers:
             )
         except InputError as exc:
             return unscored_result(claim, "invalid_input", str(exc))
+        try:  # the judge was asked: a fault from here keeps its calls
+            await self._judges_seen(claim, result)
+        except Exception as exc:
+            raise GradingFailed(exc, result.calls) from exc
+        return result
+
+    async def _judges_seen(self, claim: Claim, result: GradingResult) -> None:
+        """Follow the judges' digests and health from ``result``'s calls."""
+        services = self.services
         # before the marks: a model seen replaced makes this grading provisional
         await services.backends.follow_digests(claim.judge_spec, result.calls)
         # each judge's health from its own calls: a panel member is failing when its
@@ -687,7 +700,6 @@ class GradingWorkers:
                 failed = failure in RETRY_LATER
                 reason = waiting_code(failure) if failed else None
                 services.backends.record(spec, ok=not failed, reason=reason)
-        return result
 
     async def _heartbeat(self, grading_id: str, lease: _Lease) -> None:
         """Extend this worker's ``lease`` on ``grading_id`` every third of a lease until

@@ -21,6 +21,7 @@ from sqlmodel import col
 
 from api.service.qualification import Qualifications
 from api.service.settings import Settings
+from judge import grader as grader_module
 from judge.backends.scripted import ScriptedBackend, scripted_reply
 from judge.calls import JudgeRequest
 from storage.tables import GradingRecord
@@ -292,3 +293,40 @@ async def test_the_confirming_judge_s_calls_stay_in_the_history_of_every_failed_
     models = [e["payload"]["model"] for e in history["events"] if e["event"] == "judge.call"]
     assert len(second.requests) == 3  # asked once on each of the three tries
     assert models.count("confirmer") == 3, models
+
+
+async def test_a_fault_in_the_confirming_judge_s_own_grading_keeps_its_calls(
+    api_client: Any, tokens: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An error of the service's own inside the confirming judge's grading, after it
+    replied (the checks run on its reply), is tried again as any other: the grading ends
+    unscored ``internal_error`` naming the error's type, and every try's calls of both
+    judges stay in its history."""
+    original = grader_module.graded_result
+
+    def faulty(rubric: Any, backend: Any, *args: Any, **kwargs: Any) -> Any:
+        if backend.model == "confirmer":
+            raise RuntimeError("a fault of the service's own")
+        return original(rubric, backend, *args, **kwargs)
+
+    monkeypatch.setattr(grader_module, "graded_result", faulty)
+    second = ScriptedBackend([scripted_reply] * 3, model="confirmer")
+    admin = await tokens("admin")
+    async with api_client(
+        judge=FIRST,
+        confirm_judge=SECOND,
+        pass_policy="qualified",
+        judge_retry_seconds=0.05,
+        backends={FIRST: ScriptedBackend.for_mode("pass"), SECOND: second},
+    ) as client:
+        body = {"diagnosis": DIAGNOSIS, "ground_truth": TRUTH}
+        posted = await client.post("/v1/submissions", json=body, headers=admin)
+        assert posted.status_code == 202, posted.text
+        location = posted.headers["location"]
+        grading = await first_set(client, location, admin, "unscored_reason")
+        history = (await client.get(f"{location}/history", headers=admin)).json()
+    assert grading["unscored_reason"] == "internal_error", grading
+    assert "RuntimeError" in grading["detail"]
+    models = [e["payload"]["model"] for e in history["events"] if e["event"] == "judge.call"]
+    assert len(second.requests) == 3  # asked once on each of the three tries
+    assert models.count("confirmer") == 3 and len(models) == 6, models

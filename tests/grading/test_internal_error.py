@@ -16,7 +16,9 @@ from sqlalchemy.exc import OperationalError
 from api.grading import workers
 from api.grading.workers import GradingWorkers
 from api.service.runtime import Runtime
+from api.service.services import BackendPool
 from api.service.settings import Settings
+from judge import grader as grader_module
 from judge.backends.scripted import ScriptedBackend
 from judge.errors import JudgeUnavailable
 from storage import FinishedGrading, Store
@@ -84,6 +86,62 @@ async def test_a_fault_that_repeats_ends_unscored_with_every_call_kept(
     ]
     assert all(len(p["judge_calls"]) == 1 for p in deferred)  # each try's call is kept
     assert events.count("judge.call") == 3 and events[-1] == "grading.unscored"
+
+
+def _broken(*args: Any, **kwargs: Any) -> Any:
+    raise RuntimeError("a bug that quotes the hidden truth: USER_PORT=9999")
+
+
+async def _unscored_history(
+    api_client: Any, tokens: Any, judge: dict[str, Any]
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The grading of a submission to ``judge`` once unscored, and its history."""
+    agent, adjudicator = await tokens("submitter"), await tokens("adjudicator")
+    async with api_client(**judge, **FAST_RETRY) as client:
+        location = await submitted(client, agent)
+        grading = await first_set(client, location, agent, "unscored_reason")
+        history = (await client.get(f"{location}/history", headers=adjudicator)).json()
+    return grading, history
+
+
+async def test_a_fault_in_the_checks_of_the_judge_s_reply_keeps_each_try_s_call(
+    api_client: Any, tokens: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A fault of the service's own in the checks the grader runs on the judge's reply
+    (evidence, grounding, the rule) ends as any other: tried three times, then unscored
+    ``internal_error`` naming only the error's type, and each try's judge call (prompt
+    and raw reply) is in the grading's history, with the deferral that followed it."""
+    monkeypatch.setattr(grader_module, "graded_result", _broken)
+    judge = scripted_judge(*[sregym_reply(set(IDS), evidence="USER_PORT=9999")] * 5)
+    grading, history = await _unscored_history(api_client, tokens, judge)
+    [backend] = judge["backends"].values()
+    assert grading["unscored_reason"] == "internal_error", grading
+    assert "RuntimeError" in grading["detail"] and "USER_PORT" not in grading["detail"]
+    assert len(backend.requests) == workers.INTERNAL_ERROR_TRIES
+    recorded = [e for e in history["events"] if e["event"] == "judge.call"]
+    deferred = [e["payload"] for e in history["events"] if e["event"] == "grading.deferred"]
+    assert len(recorded) == workers.INTERNAL_ERROR_TRIES, [e["event"] for e in history["events"]]
+    assert len(deferred) == 2 and all(len(p["judge_calls"]) == 1 for p in deferred), deferred
+    assert all(e["call"]["response_text"] for e in recorded)
+
+
+async def test_a_fault_after_the_grader_returned_keeps_each_try_s_call(
+    api_client: Any, tokens: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A fault of the service's own once the grader returned, while the worker notes
+    what the judge's calls said of it (its model's digest), keeps each try's call."""
+
+    async def broken(*args: Any, **kwargs: Any) -> None:
+        _broken()
+
+    monkeypatch.setattr(BackendPool, "follow_digests", broken)
+    judge = scripted_judge(*[sregym_reply(set(IDS), evidence="USER_PORT=9999")] * 5)
+    grading, history = await _unscored_history(api_client, tokens, judge)
+    [backend] = judge["backends"].values()
+    assert grading["unscored_reason"] == "internal_error", grading
+    assert "RuntimeError" in grading["detail"]
+    recorded = [e for e in history["events"] if e["event"] == "judge.call"]
+    assert len(backend.requests) == len(recorded) == workers.INTERNAL_ERROR_TRIES
 
 
 async def test_a_fault_that_passes_grades_on_the_next_try(

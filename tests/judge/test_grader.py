@@ -6,10 +6,12 @@ import json
 
 import pytest
 
+from judge import grader as grader_module
+from judge import per_question
 from judge.backends.scripted import ScriptedBackend, scripted_reply
 from judge.calls import JudgeRequest
 from judge.errors import InputError, JudgeAuthError, JudgeUnavailable
-from judge.grader import Grader
+from judge.grader import Grader, GradingFailed
 from judge.retry import RetryPolicy
 from judge.rubric import Rubric, load_rubric_dir
 from tests.support.judge_server import sregym_reply
@@ -151,3 +153,38 @@ async def test_sampling_settings_reach_the_request(rubric: Rubric) -> None:
     await grader.grade(rubric, TRUTH, DIAGNOSIS)
     params = backend.requests[0].params
     assert params.temperature == 0.0 and params.seed == 0
+
+
+def _broken(*args: object, **kwargs: object) -> object:
+    raise RuntimeError(f"a fault quoting the ground truth: {TRUTH}")
+
+
+async def test_a_fault_in_the_checks_of_a_reply_brings_the_calls_made(
+    rubric: Rubric, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A fault of the grader's own after the judge replied (in the checks run on its
+    reply) is raised with every call made, prompt and raw reply, for the service to keep;
+    its message names the error's type only."""
+    monkeypatch.setattr(grader_module, "graded_result", _broken)
+    reply = sregym_reply(set(IDS), evidence="sets USER_PORT=9999")
+    grader, backend = _grader(reply)
+    with pytest.raises(GradingFailed) as info:
+        await grader.grade(rubric, TRUTH, DIAGNOSIS)
+    [call] = info.value.calls
+    assert call.request == backend.requests[0]
+    assert call.completion is not None and call.completion.text == reply
+    assert isinstance(info.value.error, RuntimeError)
+    assert "RuntimeError" in str(info.value) and "USER_PORT" not in str(info.value)
+
+
+async def test_a_fault_after_asking_each_question_brings_every_call(
+    rubric: Rubric, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Asked one question a call, a fault after the answers came brings all nine calls."""
+    monkeypatch.setattr(per_question, "graded_result", _broken)
+    backend = ScriptedBackend([scripted_reply] * 9)
+    grader = Grader(backend, retry=FAST, asking="per_question")
+    with pytest.raises(GradingFailed) as info:
+        await grader.grade(rubric, TRUTH, DIAGNOSIS)
+    assert [c.request for c in info.value.calls] == backend.requests
+    assert len(backend.requests) == 9

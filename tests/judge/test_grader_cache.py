@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import pytest
+
+from judge import grader as grader_module
 from judge.backends.scripted import ScriptedBackend, scripted_reply
 from judge.cache import MemoryJudgeCache, cache_key
 from judge.calls import JudgeRequest, SamplingParams
-from judge.grader import Grader
+from judge.grader import Grader, GradingFailed
 from judge.prompt import build_messages, build_reply_schema
 from judge.rubric import Rubric, load_rubric_dir
 
@@ -77,3 +80,21 @@ def test_the_key_covers_the_judge_identity() -> None:
         cache_key(request, backend="openai", model="m2", base_url=None),
     }
     assert len(keys) == 4 and None not in keys
+
+
+async def test_calls_a_failed_grading_brings_carry_the_keys_their_replies_are_kept_under(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A grading that fails after its usable reply went to the cache brings the call
+    with the key it is kept under, as a grading that ends does (stored with the call,
+    the key keeps the entry)."""
+
+    def broken(*args: object, **kwargs: object) -> object:
+        raise RuntimeError("a fault after the reply was cached")
+
+    monkeypatch.setattr(grader_module, "graded_result", broken)
+    cache = MemoryJudgeCache()
+    with pytest.raises(GradingFailed) as info:
+        await Grader(ScriptedBackend(model="pass"), cache=cache).grade(_rubric(), TRUTH, DIAGNOSIS)
+    [call] = info.value.calls
+    assert call.cache_key is not None and call.cache_key in cache.entries
