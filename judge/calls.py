@@ -149,6 +149,11 @@ class Attempt(_Frozen):
     #: is the call's completion (its tokens are the completion's)
     prompt_tokens: ServerCount = None
     completion_tokens: ServerCount = None
+    #: the text of a reply this attempt got but did not keep as the call's completion
+    #: (one cut at its budget: never parsed), as the server sent it; None otherwise (a
+    #: whole reply is the completion's, and one read no further than its size limit is
+    #: not kept)
+    reply: ServerText | None = None
 
 
 class JudgeCall(_Frozen):

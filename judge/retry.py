@@ -23,8 +23,9 @@ leaves beside the prompt, where the window is known: a request over the window i
 refused (vLLM) or has its prompt's start dropped (Ollama). Where that room is no larger
 than the budget, the cut reply is not asked again. A cut reply not asked again raises
 :class:`~judge.errors.ReplyTruncated`, and the grading is unscored with the reason
-``reply_truncated``. The tokens a cut reply cost, where the server said, are kept on
-its attempt (``JudgeCall.prompt_tokens`` and ``completion_tokens`` count them).
+``reply_truncated``. A cut reply's text, as the server sent it, and the tokens it
+cost, where the server said, are kept on its attempt (``Attempt.reply``;
+``JudgeCall.prompt_tokens`` and ``completion_tokens`` count the tokens).
 """
 
 from __future__ import annotations
@@ -274,7 +275,8 @@ async def _one_attempt(
     number = len(attempts) + 1
     #: the budget, recorded where it is not the request's own (a cut reply's retry)
     budget = request.params.max_tokens if _truncations(attempts) else None
-    #: the reply read, whole or cut (a cut one is not kept, but its tokens were spent)
+    #: the reply read, whole or cut (a cut one is never parsed, but kept on its attempt
+    #: with the tokens it cost)
     reply: Completion | None = None
     try:
         completion = reply = await _complete(backend, request)
@@ -295,6 +297,7 @@ async def _one_attempt(
                 max_tokens=budget,
                 prompt_tokens=reply.prompt_tokens if reply else None,
                 completion_tokens=reply.completion_tokens if reply else None,
+                reply=reply.text if reply else None,
             )
         )
         raise

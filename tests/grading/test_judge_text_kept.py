@@ -16,6 +16,7 @@ import pytest
 from judge.backends.scripted import ScriptedBackend, scripted_reply
 from judge.calls import Completion, JudgeRequest
 from judge.errors import JudgeRejected
+from tests.api.cli.test_audit import audit
 from tests.support.submissions import DIAGNOSIS, TRUTH
 
 #: the engine matters here: run on PostgreSQL too under ``--db all``
@@ -93,3 +94,49 @@ async def test_what_a_judge_reports_about_its_reply_never_keeps_a_grading_pendin
 ) -> None:
     grading = await _graded(api_client, tokens, ReportingJudge(**reported))
     assert grading["status"] == "graded", grading
+
+
+class CuttingJudge(ScriptedBackend):
+    """Every reply stops at its budget (``finish_reason: length``), half written, a NUL
+    in it."""
+
+    def __init__(self) -> None:
+        super().__init__([scripted_reply] * 4, model="scripted")
+        self.sent: list[str] = []
+
+    async def complete(self, request: JudgeRequest) -> Completion:
+        whole = await super().complete(request)
+        text = whole.text[: len(whole.text) // 2] + f"\u0000 <cut reply {len(self.sent) + 1}>"
+        self.sent.append(text)
+        return whole.model_copy(
+            update={"text": text, "finish_reason": "length", "completion_tokens": 1536}
+        )
+
+
+async def test_the_replies_of_a_grading_unscored_as_cut_are_kept_as_sent(
+    api_client: Any, tokens: Any, database_url: str
+) -> None:
+    """A reply cut at its token budget is never parsed, but it is what the judge server
+    sent: the grading unscored ``reply_truncated`` shows each cut reply on the attempt
+    that got it, in the judge call of its history (a NUL left out, as everywhere), and
+    the audit log covers the call as it is stored."""
+    backend = CuttingJudge()
+    admin = await tokens("admin")
+    async with api_client(judge=SPEC, backends={SPEC: backend}) as client:
+        posted = await client.post(
+            "/v1/submissions?wait=10",
+            json={"diagnosis": DIAGNOSIS, "ground_truth": TRUTH},
+            headers=admin,
+        )
+        grading = posted.json()
+        history = (await client.get(f"/v1/gradings/{grading['id']}/history", headers=admin)).json()
+    assert grading["unscored_reason"] == "reply_truncated", grading
+    assert len(backend.sent) == 2  # cut, asked again with a larger budget, cut again
+    [call] = [e["call"] for e in history["events"] if e["event"] == "judge.call"]
+    assert call["response_text"] is None
+    assert [a["outcome"] for a in call["attempts"]] == ["reply_truncated"] * 2
+    assert [a["reply"] for a in call["attempts"]] == [
+        text.replace("\u0000", "") for text in backend.sent
+    ]
+    verified = await audit(database_url, "verify")
+    assert verified.exit_code == 0, verified.output

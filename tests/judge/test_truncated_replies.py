@@ -214,10 +214,11 @@ async def test_a_cut_reply_is_asked_again_once_with_a_larger_budget(
     assert "max_tokens budget of 300" in (attempts[0].error or "")
 
 
-async def test_the_tokens_of_a_cut_reply_are_kept_on_its_attempt(kind: Kind) -> None:
-    """A reply cut at its budget is not kept, but the judge read the prompt and wrote the
-    budget for it: its attempt keeps the tokens the server said it spent, and the call's
-    token counts (what metrics and a regrade job add up) are both replies'."""
+async def test_a_cut_reply_and_its_tokens_are_kept_on_its_attempt(kind: Kind) -> None:
+    """A reply cut at its budget is never parsed, but it is what the server sent and the
+    judge read the prompt and wrote the budget for it: its attempt keeps its text and the
+    tokens the server said it spent, and the call's token counts (what metrics and a
+    regrade job add up) are both replies'."""
     _name, _base, _path, _make, reply, _key = kind
     whole = '{"answers": ["whole"]}'
     outcome, _route, attempts = await _ask(
@@ -226,6 +227,7 @@ async def test_the_tokens_of_a_cut_reply_are_kept_on_its_attempt(kind: Kind) -> 
     completion = outcome()
     assert isinstance(completion, Completion)
     assert [(a.prompt_tokens, a.completion_tokens) for a in attempts] == [(80, 16), (None, None)]
+    assert [a.reply for a in attempts] == [REPLY, None]  # the whole one is the completion
     call = JudgeCall(
         purpose="grade",
         backend="b",
@@ -253,6 +255,7 @@ async def test_a_reply_cut_twice_is_never_parsed(
     assert "max_tokens budget of 600" in str(error)
     assert route.call_count == 2  # once more, not until the attempts run out
     assert [a.outcome for a in attempts] == ["reply_truncated", "reply_truncated"]
+    assert [a.reply for a in attempts] == [REPLY, REPLY]  # each as the server sent it
 
 
 async def test_a_whole_reply_keeps_its_finish_reason(
@@ -289,6 +292,7 @@ async def test_a_reply_far_past_its_budget_is_cut_never_kept(kind: Kind, content
     assert [_budget(sent_json(route, i), key) for i in range(2)] == [16, 32]
     assert [a.outcome for a in attempts] == ["reply_truncated", "reply_truncated"]
     assert all("far beyond its max_tokens budget" in (a.error or "") for a in attempts)
+    assert all(a.reply is None for a in attempts)
     assert "xxxx" not in str(error)
 
 

@@ -619,7 +619,7 @@ async def test_a_jobs_tokens_count_the_replies_cut_at_their_budget(
     api_client: ClientFactory, tokens: Callable[..., Any]
 ) -> None:
     """A job's ``prompt_tokens`` and ``completion_tokens`` are what its judge read and
-    wrote: a reply cut at its budget, asked again and never kept, counts too."""
+    wrote: a reply cut at its budget, asked again and never parsed, counts too."""
     admin, agent = await tokens("admin"), await tokens("submitter")
     judge = CutOnceJudge("fail", prompt=1000, written=300)
     async with api_client(backends={NEW_JUDGE: judge}) as client:

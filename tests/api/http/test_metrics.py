@@ -297,8 +297,9 @@ async def test_the_tokens_of_a_reply_cut_at_its_budget_are_counted(
     api_client: ClientFactory, tokens: Any
 ) -> None:
     """The token counters count every token in and out: a reply cut at its budget
-    (``finish_reason: length``) is asked again with a larger one and never kept, but the
-    judge read the prompt and wrote the whole budget for it, and that counts too."""
+    (``finish_reason: length``) is asked again with a larger one and never parsed (kept
+    on its attempt only), but the judge read the prompt and wrote the whole budget for
+    it, and that counts too."""
     spec = "scripted:pass"
     judge = CutOnceJudge(prompt=1000, written=300)
     agent, admin = await tokens("submitter"), await tokens("admin")
