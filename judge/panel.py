@@ -23,8 +23,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from judge.calls import JudgeCall
-from judge.errors import RETRY_LATER
-from judge.grader import Grader, screened
+from judge.errors import RETRY_LATER, InputError
+from judge.grader import Grader, GradingFailed, screened
 from judge.inputs import check_text
 from judge.review_reasons import ReviewReason
 from judge.rubric import Rubric
@@ -110,17 +110,41 @@ class PanelGrader:
             check_text(ground_truth, field="ground_truth", max_bytes=grader.max_text_bytes)
             check_text(diagnosis, field="diagnosis", max_bytes=grader.max_text_bytes)
             screening = await screened(diagnosis)
-        results = await asyncio.gather(
+        outcomes = await asyncio.gather(
             *(
                 run.grader.grade(rubric, ground_truth, diagnosis, screening=screening)
                 for run in runs
-            )
+            ),
+            return_exceptions=True,  # every member finishes: the calls of all are kept
         )
+        results = [o for o in outcomes if isinstance(o, GradingResult)]
+        if len(results) < len(outcomes):
+            raise _failed(outcomes)
         voters = [(run.spec, run.sample) for run in runs]
-        combined = combine_votes(rubric, voters, list(results))
+        try:
+            combined = combine_votes(rubric, voters, results)
+        except Exception as exc:
+            raise GradingFailed(exc, tuple(c for r in results for c in r.calls)) from exc
         return combined.model_copy(
             update={"judge_backend": self.judge_backend, "judge_model": self.judge_model}
         )
+
+
+def _failed(outcomes: Sequence[GradingResult | BaseException]) -> BaseException:
+    """What a panel raises when a member's grading raised: the first member's error as
+    it is where it is no fault of the service's (bad input, a cancel), else a
+    :class:`GradingFailed` bringing the calls of every member (those of the members that
+    graded, and those a failed one made before its fault)."""
+    first = next(o for o in outcomes if isinstance(o, BaseException))
+    if not isinstance(first, Exception) or isinstance(first, InputError):
+        return first
+    calls = tuple(
+        call for o in outcomes if isinstance(o, GradingResult | GradingFailed) for call in o.calls
+    )
+    error = first.error if isinstance(first, GradingFailed) else first
+    failed = GradingFailed(error, calls)
+    failed.__cause__ = first
+    return failed
 
 
 def _relabelled(

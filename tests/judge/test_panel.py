@@ -6,10 +6,12 @@ import json
 
 import pytest
 
+from judge import grader as grader_module
+from judge import panel as panel_module
 from judge.backends.scripted import ScriptedBackend, scripted_reply
 from judge.calls import JudgeRequest
 from judge.errors import JudgeUnavailable
-from judge.grader import Grader
+from judge.grader import Grader, GradingFailed
 from judge.panel import PanelGrader, PanelMember, combine_votes
 from judge.retry import RetryPolicy
 from judge.review_reasons import ReviewReason
@@ -200,3 +202,45 @@ async def test_a_majority_pass_over_a_vetoed_yes_is_held_as_judge_overruled() ->
     # the rule passes over a yes that code vetoed: an injection signal that holds it
     assert ReviewReason.JUDGE_OVERRULED in result.review_reasons
     assert result.held and result.passed is None
+
+
+async def test_a_fault_in_one_members_grading_brings_the_calls_of_every_member(
+    rubric: Rubric, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A fault of the service's own in one member's grading (in the checks run on its
+    judge's reply) is raised once every member has finished, as a ``GradingFailed``
+    bringing the calls of all of them, so the failed try keeps every prompt and reply."""
+    checked = grader_module.graded_result
+
+    def broken_for_cloud(*args: object, **kwargs: object) -> object:
+        backend = args[1]
+        if backend.model == "cloud":  # type: ignore[attr-defined]
+            raise RuntimeError("a fault of the service's own")
+        return checked(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(grader_module, "graded_result", broken_for_cloud)
+    local = _saying(set(IDS), model="local")
+    cloud = _saying(set(IDS), model="cloud")
+    panel = PanelGrader([_member("scripted:local", local), _member("scripted:cloud", cloud)])
+    with pytest.raises(GradingFailed) as info:
+        await panel.grade(rubric, TRUTH, DIAGNOSIS)
+    assert sorted(c.model for c in info.value.calls) == ["cloud", "local"]
+    assert isinstance(info.value.error, RuntimeError)
+    assert [c.request for c in info.value.calls if c.model == "cloud"] == cloud.requests
+
+
+async def test_a_fault_combining_the_votes_brings_every_members_calls(
+    rubric: Rubric, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A fault while the members' votes are combined keeps the calls of every member."""
+
+    def broken(*args: object, **kwargs: object) -> object:
+        raise RuntimeError("a fault of the service's own")
+
+    monkeypatch.setattr(panel_module, "combine_votes", broken)
+    local = _saying(set(IDS), model="local")
+    cloud = _saying(set(IDS), model="cloud")
+    panel = PanelGrader([_member("scripted:local", local), _member("scripted:cloud", cloud)])
+    with pytest.raises(GradingFailed) as info:
+        await panel.grade(rubric, TRUTH, DIAGNOSIS)
+    assert sorted(c.model for c in info.value.calls) == ["cloud", "local"]
