@@ -8,7 +8,7 @@ import click
 
 from api.cli.options import emit, filter_options, format_option, server_option
 from api.reports.cli import REPORT_ALIASES, current_rubrics, fetch_report, report_command
-from api.reports.cli_options import build_filter
+from api.reports.cli_options import build_filter, parse_names
 
 __all__ = ["agreement"]
 
@@ -47,17 +47,8 @@ def agreement(
     )
     from api.reports.agreement_queries import AGREEMENT_GROUPS, AGREEMENT_KINDS
 
-    def names(value: str, known: tuple[str, ...], hint: str) -> list[Any]:
-        found = [p.strip() for p in value.split(",") if p.strip()]
-        for name in found:
-            if name not in known:
-                raise click.BadParameter(
-                    f"{name!r} is not one of {', '.join(known)}", param_hint=hint
-                )
-        return found
-
-    kinds = names(kind, AGREEMENT_KINDS, "--kind") or list(AGREEMENT_KINDS)
-    groups = names(group_by, AGREEMENT_GROUPS, "--group-by")
+    kinds: list[Any] = parse_names(kind, AGREEMENT_KINDS, "--kind") or list(AGREEMENT_KINDS)
+    groups: list[Any] = parse_names(group_by, AGREEMENT_GROUPS, "--group-by")
     params = {**filters, "kind": ",".join(kinds), "group_by": ",".join(groups) or None}
     report = fetch_report(
         server,

@@ -80,17 +80,23 @@ def write_chart(
     click.echo(f"chart written to {path}", err=True)
 
 
-def parse_group_by(value: str) -> list[GroupKey]:
-    """``agent,model`` -> the group keys; a usage error names the bad one."""
-    from api.reports.filters import GROUP_KEYS
-
+def parse_names(value: str, known: Sequence[str], hint: str) -> list[str]:
+    """``"agent, model,agent"`` -> ``["agent", "model"]``: each name once, in the order
+    first given, as the routes read a comma-separated parameter
+    (``api.reports.params.parse_comma_list``); a usage error naming ``hint`` for a name
+    not among ``known``."""
     names = [part.strip() for part in value.split(",") if part.strip()]
     for name in names:
-        if name not in GROUP_KEYS:
-            raise click.BadParameter(
-                f"{name!r} is not one of {', '.join(GROUP_KEYS)}", param_hint="--group-by"
-            )
-    return names  # type: ignore[return-value]
+        if name not in known:
+            raise click.BadParameter(f"{name!r} is not one of {', '.join(known)}", param_hint=hint)
+    return list(dict.fromkeys(names))
+
+
+def parse_group_by(value: str) -> list[GroupKey]:
+    """``agent,model`` -> the group keys (:func:`parse_names`)."""
+    from api.reports.filters import GROUP_KEYS
+
+    return parse_names(value, GROUP_KEYS, "--group-by")  # type: ignore[return-value]
 
 
 def parse_arm(pairs: Sequence[str], name: str) -> ReportFilter:

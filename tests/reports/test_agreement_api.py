@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 from pathlib import Path
 from typing import Any
 
@@ -342,3 +343,59 @@ async def test_a_withdrawn_override_no_longer_counts_and_a_blind_label_still_doe
 
     assert (verdict_n(counted), verdict_n(after)) == (1, 0)
     assert verdict_n(both) == 1  # the blind label stands: the override's was later, gone
+
+
+async def _labelled_by_ada(engine: Engine) -> None:
+    store = Store(engine, key=session_key())
+    ids = await add_many(store, {"pass": 3, "fail": 3}, agent="a")
+    for i, grading_id in enumerate(ids):
+        await LabelQueries(store.db).add(
+            grading_id,
+            question_ids=QUESTIONS,
+            answers={"D1-Q1": i % 2 == 0},
+            verdict="pass" if i < 4 else "fail",
+            author_id="ada",
+            author_name="ada",
+        )
+
+
+async def test_a_repeated_kind_or_group_is_read_once_by_the_command_as_by_the_route(
+    api_client: Any, tokens: Any, database_url: str, engine: Engine
+) -> None:
+    """A kind or group named twice is read once, on the command as on the route (and so
+    with ``--server``): each section and each row once, so a sum of ``n`` counts each
+    label once."""
+    await _labelled_by_ada(engine)
+    async with api_client(start_workers=False) as client:
+        answer = await client.get(
+            "/v1/stats/agreement?kind=judge_human,judge_human&group_by=judge,judge",
+            headers=await tokens("admin"),
+        )
+    assert answer.status_code == 200, answer.text
+    served = answer.json()
+    done = run_cli(
+        database_url, "report", "agreement", "--kind", "judge_human,judge_human",
+        "--group-by", "judge,judge", "--format", "json",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    local = json.loads(done.stdout)
+    # the route: one judge_human section, grouped by judge once
+    assert served["group_by"] == ["judge"] and len(served["kinds"]) == 1
+    assert [k["kind"] for k in local["kinds"]] == ["judge_human"], [
+        k["kind"] for k in local["kinds"]
+    ]
+    assert local["group_by"] == served["group_by"], local["group_by"]
+
+
+async def test_the_agreement_csv_names_each_group_column_once(
+    database_url: str, engine: Engine
+) -> None:
+    """A group named twice is one column of the CSV."""
+    await _labelled_by_ada(engine)
+    done = run_cli(
+        database_url, "report", "agreement", "--kind", "judge_human",
+        "--group-by", "judge,judge", "--format", "csv",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    header = done.stdout.splitlines()[0].split(",")
+    assert header.count("judge") == 1, header

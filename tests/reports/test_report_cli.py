@@ -366,3 +366,21 @@ def test_report_times_take_every_rfc3339_form(
         database_url, "report", "pass-rates", "--created-after", value, "--format", "json"
     )
     assert done.returncode == 0, done.stderr
+
+
+async def test_a_group_named_twice_is_one_group_of_the_pass_rates(
+    database_url: str, engine: Engine
+) -> None:
+    """``--group-by agent,agent`` groups by the agent once, as the route reads it."""
+    store = Store(engine, key=session_key())
+    await add_many(store, {"pass": 2, "fail": 1}, agent="a")
+    once = run_cli(
+        database_url, "report", "pass-rates", "--group-by", "agent", "--inline", "include",
+        "--format", "json",
+    )  # fmt: skip
+    twice = run_cli(
+        database_url, "report", "pass-rates", "--group-by", "agent, agent", "--inline",
+        "include", "--format", "json",
+    )  # fmt: skip
+    assert once.returncode == twice.returncode == 0, twice.stderr
+    assert json.loads(twice.stdout) == json.loads(once.stdout)
