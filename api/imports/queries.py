@@ -5,8 +5,9 @@ came from (SREGym: run, agent, problem, attempt; JSONL: the line's content), so
 importing the same input again stores nothing twice, and an SREGym attempt met in
 several of its files is one submission (already imported after the first), as is a row
 without an attempt number that an export moved up or down its file (the same cells; a
-line another attempt was imported at, of another problem or with another diagnosis, is
-not that attempt's; the same diagnosis with another verdict is that attempt: a conflict).
+line another attempt was imported at, of another problem or with other cells besides the
+verdict's, is not that attempt's; the same cells with another verdict are that attempt:
+a conflict).
 A row of the service's own export whose verdict columns it rewrote
 from another grading (another judge's, or a human override) is already imported too.
 An SREGym
@@ -237,8 +238,9 @@ def _line_and_problem_key(attempt: SregymAttempt) -> str:
 
 def _line_and_cells_key(attempt: SregymAttempt) -> str:
     """The idempotency key of a row without an attempt number whose line's key another
-    attempt of its problem holds, one whose diagnosis is another, and no moved row of it:
-    its file, line and the digest of its cells (another attempt the row's line once held)."""
+    attempt of its problem holds, one whose cells besides the verdict's are other
+    (:meth:`ImportQueries._another_row`), and no moved row of it: its file, line and the
+    digest of its cells (another attempt the row's line once held)."""
     cells = sha256_hex(canonical_json(attempt.cells))
     return sregym_key(f"{attempt.path}:{attempt.line}#{cells}")
 
@@ -384,6 +386,22 @@ class ImportQueries:
         if original is None:
             return None
         return _kept_difference(session, original, attempt, skip=("problem_id",))
+
+    @staticmethod
+    def _another_row(session: Session, known: SubmissionRecord, attempt: SregymAttempt) -> bool:
+        """Is ``attempt`` (a row without an attempt number on the line ``known`` was
+        imported at, differing from it) another row than ``known``'s: one whose cells
+        differ from its kept row's (the one in the row's file, else its first) in a column
+        besides the :data:`VERDICT_COLUMNS`, its diagnosis or any other? The same cells with
+        other verdict columns are ``known``'s row with SREGym's verdict judged again."""
+        o = SregymOriginalRowRecord
+        query = select(o).where(col(o.submission_id) == known.id)
+        kept = list(session.execute(query.order_by(bytewise(col(o.path)), col(o.line))).scalars())
+        in_file = [row for row in kept if _same_file(row.path, attempt.path)]
+        if not (in_file or kept):
+            return False
+        skip = ("problem_id", *VERDICT_COLUMNS)
+        return _cell_difference((in_file or kept)[0], attempt, skip=skip) is not None
 
     @staticmethod
     def _moved(
@@ -642,9 +660,10 @@ class ImportQueries:
         one whose key finds nothing or an attempt it differs from is looked for where its
         line moved (:meth:`_moved`, ``in_file`` the attempts this import met in its file),
         and found in none, is another attempt the line held in another copy of the file
-        if its diagnosis is another, keyed by its line and cells
-        (:func:`_line_and_cells_key`, ``submission`` so rekeyed); the same diagnosis
-        with other cells (another verdict) is that attempt, in conflict."""
+        if its diagnosis or any cell besides the verdict's is another
+        (:meth:`_another_row`), keyed by its line and cells (:func:`_line_and_cells_key`,
+        ``submission`` so rekeyed); the same cells with another verdict are that attempt,
+        in conflict."""
         submitter = submission.submitted_by
         assert submission.idempotency_key is not None
         known = self._known(session, submitter, submission.idempotency_key)
@@ -666,10 +685,15 @@ class ImportQueries:
             moved = self._moved(session, attempt, in_file)
             if moved is not None:
                 return moved, difference(moved)
-        if differs == _DIAGNOSIS and attempt.attempt is None:
+        if (
+            known is not None
+            and differs is not None
+            and attempt.attempt is None
+            and (differs == _DIAGNOSIS or self._another_row(session, known, attempt))
+        ):
             # a line another attempt of the problem was imported at (a filtered export,
-            # then the whole file); the same diagnosis with other cells (SREGym's verdict
-            # judged again) is that attempt: a conflict
+            # then the whole file); the same cells with another verdict (SREGym's judge
+            # run again) are that attempt: a conflict
             submission.idempotency_key = _line_and_cells_key(attempt)
             known = self._known(session, submitter, submission.idempotency_key)
             differs = None if known is None else difference(known)

@@ -775,14 +775,51 @@ async def test_the_same_diagnosis_with_another_sregym_verdict_is_a_conflict(
     """The same file imported again after SREGym's judge ran again: the same line,
     problem and diagnosis with another verdict is the attempt imported before, in
     conflict, with or without an ``attempt`` column; the attempt is stored once, with
-    the verdict first imported (only another diagnosis makes a row without an attempt
-    number on an imported attempt's line a new attempt)."""
+    the verdict first imported (only a cell besides the verdict's, such as another
+    diagnosis or ``TTL``, makes a row without an attempt number on an imported
+    attempt's line a new attempt)."""
     first = await _import(store, _one_attempt(tmp_path / "first", True, numbered=numbered))
     assert (first.submissions, first.conflicts, first.problems) == (1, [], [])
     again = await _import(store, _one_attempt(tmp_path / "again", False, numbered=numbered))
     assert (again.submissions, len(again.conflicts)) == (0, 1), again
     assert again.conflicts[0].field in {"Diagnosis.success", "Diagnosis.judgment"}
     assert len(_submissions(engine)) == 1
+
+
+def _attempts_diagnosed_alike(results: Path, *ttls: str) -> Path:
+    """A file of P2's rows that name no attempt, each diagnosed FIRST with SREGym's pass
+    (checked ``Yes`` throughout) and one of ``ttls`` in its ``TTL``; ``results``."""
+    folder = results / RUN / "stratus" / P2
+    folder.mkdir(parents=True)
+    checklist = repr([{"id": q, "answer": "Yes"} for q in IDS])
+    buffer = io.StringIO()
+    writer = csv.writer(buffer)
+    writer.writerow(["Diagnosis.checklist", "Diagnosis.submission", "Diagnosis.success",
+                     "TTL", "problem_id"])  # fmt: skip
+    for ttl in ttls:
+        writer.writerow([checklist, FIRST, "True", ttl, P2])
+    (folder / "results.csv").write_text(buffer.getvalue(), newline="")
+    return results
+
+
+async def test_a_filtered_file_then_the_whole_file_of_attempts_diagnosed_alike_stores_each_once(
+    store: Store, engine: Engine, tmp_path: Path
+) -> None:
+    """Two attempts of one problem that name no attempt number, with the same diagnosis
+    and SREGym's verdict but another ``TTL``: a file filtered to the second holds its row
+    on the line the first has in the whole file. Imported first, then the whole file:
+    the first row is a new attempt, not a conflict with the attempt imported at its line,
+    and the second is that attempt; each is stored once, and the export gives the whole
+    file back in its order."""
+    filtered = _attempts_diagnosed_alike(tmp_path / "filtered", "97.2")
+    whole = _attempts_diagnosed_alike(tmp_path / "whole", "41.4", "97.2")
+    first = await _import(store, filtered)
+    assert (first.submissions, first.conflicts, first.problems) == (1, [], [])
+    again = await _import(store, whole)
+    assert (again.conflicts, again.problems) == ([], []), again.conflicts
+    assert (again.submissions, again.already_imported) == (1, 1)
+    assert len(_submissions(engine)) == 2
+    assert await _export(store, tmp_path / "exported") == _files(whole)
 
 
 def test_an_attempts_own_file_of_a_problem_whose_id_ends_in_ALL_is_of_its_run_and_agent(
