@@ -443,13 +443,20 @@ def as_click_error(exc: Exception) -> click.ClickException | None:
 
 
 def run(coroutine: Coroutine[Any, Any, T]) -> T:
-    """Run a command's coroutine; domain errors become click's exceptions (exit 1 or 2)."""
+    """Run a command's coroutine; domain errors become click's exceptions (exit 1 or 2).
+    A grading that failed on a fault of the service's own is reported as that fault (its
+    type and message: the command's user gave whatever text it may quote)."""
     import asyncio
 
     try:
         return asyncio.run(coroutine)
     except Exception as exc:
-        mapped = as_click_error(exc)
-        if mapped is None:
+        from judge.grader import GradingFailed
+
+        error = exc.error if isinstance(exc, GradingFailed) else exc
+        mapped = as_click_error(error)
+        if mapped is not None:
+            raise mapped from None
+        if error is exc:
             raise
-        raise mapped from None
+        raise error from None

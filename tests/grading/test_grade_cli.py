@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+import judge.grader
 from api.cli.main import main
 from api.service.schemas import GradingCore
 from tests.support.in_process_cli import cli_in_process
@@ -308,3 +309,22 @@ def test_a_stdout_that_is_not_utf8_gets_the_grading_with_escapes(
     assert shown in text
     if fmt == "json":
         assert json.loads(text)["answers"][0]["evidence"].startswith("café → done")
+
+
+def test_a_fault_inside_the_grading_is_reported_as_itself(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An unexpected error while grading (in the checks run on the judge's reply) is exit 2
+    with that error's own type and message, as every unexpected error of the command
+    line: the user gave whatever text it may quote."""
+
+    def broken(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("evidence index out of range")
+
+    monkeypatch.setattr(judge.grader, "graded_result", broken)
+    with running_judge_server([sregym_reply(SEVEN, evidence="sets USER_PORT=9999")]) as server:
+        done = cli_in_process(
+            "grade", "--judge", f"openai:m@{server.openai_url}",
+            "--ground-truth", TRUTH, "--diagnosis", DIAGNOSIS,
+            env={"NO_COLOR": "1", "COLUMNS": "160"},
+        )  # fmt: skip
+    assert done.returncode == 2, done.stderr
+    assert "unexpected RuntimeError: evidence index out of range" in done.stderr, done.stderr
