@@ -171,13 +171,20 @@ class Remote:
 def server_and_token(url: str) -> tuple[str, str]:
     """The base URL of ``--server url`` and the token of ``SRE_JUDGE_TOKEN``, read as the
     client package reads it (:func:`sre_judge_client._core.resolve`); a usage error (exit
-    2) naming ``--server`` for a URL that is not http(s) (``""`` too), or naming the
-    token. A command with nothing to send checks it all the same, so a bad option fails
-    whatever the day's input is."""
+    2) naming ``--server`` for a URL that is not http(s) (``""`` too), does not parse or
+    names no host, or naming the token. A command with nothing to send checks it all the
+    same, so a bad option fails whatever the day's input is."""
+    import httpx
     from sre_judge_client._core import resolve
 
     if not url.lower().startswith(("http://", "https://")):  # a scheme has no case
         raise click.BadParameter(f"{url!r}: expected an http(s) URL", param_hint="--server")
+    try:
+        host = httpx.URL(url).host
+    except httpx.InvalidURL as exc:  # a mistyped port, say: its message names the part
+        raise click.BadParameter(f"{url!r} does not parse: {exc}", param_hint="--server") from None
+    if not host:  # http://:8000, a script's http://$HOST:8000 with HOST unset
+        raise click.BadParameter(f"{url!r} names no host", param_hint="--server")
     try:
         base, token = resolve(url, None)
     except ValueError as exc:  # a token no header carries: the message does not quote it

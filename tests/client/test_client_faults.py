@@ -593,6 +593,14 @@ def test_a_server_url_that_does_not_parse_is_refused_at_once() -> None:
     assert "s3cret" not in str(refused.value)
 
 
+@pytest.mark.parametrize("make", [Client, AsyncClient])
+def test_a_server_url_without_a_host_is_refused_at_once(make: type[Any]) -> None:
+    """``http://:8000`` (a harness's ``http://$HOST:8000`` with ``HOST`` unset) names no
+    server: a ``ValueError`` when the client is built, never a failed request later."""
+    with pytest.raises(ValueError, match="names no host"):
+        make("http://:8000", "t0ken")
+
+
 @pytest.mark.parametrize("token", ["s3cr et", "s3cr\u00e9t", "s3cr\x00t"])
 def test_a_token_no_header_can_carry_is_refused_without_quoting_it(token: str) -> None:
     with pytest.raises(ValueError, match="HTTP header") as refused:

@@ -113,16 +113,18 @@ def resolve(base_url: str | None, token: str | None) -> tuple[str, str | None]:
     The token is taken without surrounding whitespace (one read from a file or a mounted
     secret often ends with a newline); one holding anything else than visible ASCII is a
     ``ValueError`` that does not quote it (an HTTP library's error would), and so is a
-    URL no request could be sent to: one without its ``http://`` or ``https://``, or one
-    that does not parse (a mistyped port, ``:80OO``).
+    URL no request could be sent to: one without its ``http://`` or ``https://``, one
+    that does not parse (a mistyped port, ``:80OO``) or one without a host.
     """
     url = base_url or os.environ.get("SRE_JUDGE_URL") or DEFAULT_URL
     if not url.lower().startswith(("http://", "https://")):  # 127.0.0.1:8000: no request
         raise ValueError("the server URL must start with http:// or https://")
     try:
-        httpx.URL(url)
+        host = httpx.URL(url).host
     except httpx.InvalidURL as error:  # its message names the part at fault, never a header
         raise ValueError(f"the server URL does not parse: {error}") from None
+    if not host:  # http://:8000: a harness's http://$HOST:8000 with HOST unset
+        raise ValueError("the server URL names no host")
     given = (token or os.environ.get("SRE_JUDGE_TOKEN") or "").strip()
     if not all("!" <= c <= "~" for c in given):
         raise ValueError("the token holds a character an HTTP header cannot carry")

@@ -303,16 +303,18 @@ def test_importing_nothing_through_a_server_is_the_database_modes_empty_report(
 @pytest.mark.parametrize(
     ("server", "token", "named"),
     [("", "t0ken", "--server"), ("ftp://judge.test", "t0ken", "--server"),
+     ("http://127.0.0.1:80OO", "t0ken", "--server"), ("http://:8000", "t0ken", "--server"),
      ("http://127.0.0.1:9", "", "SRE_JUDGE_TOKEN")],
-    ids=["empty", "ftp", "no-token"],
+    ids=["empty", "ftp", "bad-port", "no-host", "no-token"],
 )  # fmt: skip
 @pytest.mark.parametrize("source", ["jsonl", "sregym"])
 def test_importing_nothing_through_a_server_still_refuses_a_bad_server_option(
     tmp_path: Path, source: str, server: str, token: str, named: str
 ) -> None:
     """With nothing to upload, an import through a server still refuses a ``--server``
-    that is no http(s) URL (a script's ``--server "$SERVER"`` with ``SERVER`` unset) or
-    a missing token, naming it (exit 2), as it does when there is something to upload:
+    that is no http(s) URL (a script's ``--server "$SERVER"`` with ``SERVER`` unset), one
+    that does not parse or names no host (``http://$HOST:8000``, ``HOST`` unset), or a
+    missing token, naming it (exit 2), as it does when there is something to upload:
     a script's bad option fails on the first day, whatever that day's input is."""
     empty = tmp_path / "none.jsonl"
     empty.write_bytes(b"")
@@ -327,3 +329,5 @@ def test_importing_nothing_through_a_server_still_refuses_a_bad_server_option(
     done = cli_in_process(*args, "--format", "json", "--server", server, env=env)
     assert (done.returncode, done.stdout) == (2, ""), (done.returncode, done.stderr)
     assert named in done.stderr
+    if named == "--server":
+        assert "SRE_JUDGE_TOKEN" not in done.stderr  # the option's fault, not the token's
