@@ -33,6 +33,7 @@ from storage.errors import Conflict, InvalidReview, NotFound, PreconditionFailed
 from storage.models import GradingView
 from storage.overrides import apply_in_force, override_events
 from storage.regrade.carry import carried_source, copies_in_force
+from storage.regrade.lifecycle import GRADING_LOCK_ORDER
 from storage.review_tables import HumanLabelRecord, OverrideRecord
 from storage.tables import AnswerRecord, GradingRecord, row_values
 
@@ -195,9 +196,11 @@ class OverrideQueries:
         no new grading turns up: a regrade completing meanwhile holds the grading it
         carries from locked while it copies a copy onward onto its own grading, and
         that new copy, committed when the lock is given, was not there to be found
-        before. The gradings found in one round are locked in id order, as a promote
-        locks the current gradings it promotes over (after its submission's row and its
-        items' previous gradings: ``storage.regrade.lifecycle.lock_items``).
+        before. The gradings found in one round are locked oldest first
+        (``GRADING_LOCK_ORDER``), as a regrade batch locks the gradings its items follow
+        and promote over (``storage.regrade.lifecycle.lock_items``); the grading withdrawn
+        on, locked before them, is older than the gradings its copies were carried onto,
+        so a batch that locks it too takes it first as well.
         A new copy only lies on a grading whose regrade has committed and given its
         row back; a later regrade carrying from that grading meanwhile is waited for,
         and the next round finds its copy. Locking every grading of the submission up
@@ -209,11 +212,19 @@ class OverrideQueries:
         locked: dict[str, GradingRecord] = {}
         while True:
             copies = copies_in_force(session, withdrawn)
-            new = sorted({copy.grading_id for copy in copies} - locked.keys())
+            new = self._oldest_first(session, {c.grading_id for c in copies} - locked.keys())
             for grading_id in new:
                 locked[grading_id] = self._locked_grading(session, grading_id, None)
             if not new or not self._db.postgres:
                 return copies, locked
+
+    @staticmethod
+    def _oldest_first(session: Session, grading_ids: set[str]) -> list[str]:
+        """The gradings' ids in the order a transaction locks several graded gradings in."""
+        if not grading_ids:
+            return []
+        query = select(col(GradingRecord.id)).where(col(GradingRecord.id).in_(grading_ids))
+        return list(session.execute(query.order_by(*GRADING_LOCK_ORDER)).scalars())
 
     def _withdraw_copy(
         self,

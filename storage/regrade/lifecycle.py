@@ -20,6 +20,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from datetime import datetime
+from itertools import groupby
+from operator import itemgetter
 from typing import Any
 
 from sqlalchemy import BindParameter, Select, and_, func, or_, select, update
@@ -37,6 +39,7 @@ from storage.review_tables import FailureTagRecord, OverrideRecord, ReviewClaimR
 from storage.tables import GradingRecord, SubmissionRecord
 
 __all__ = [
+    "GRADING_LOCK_ORDER",
     "HELD_BACK_STATES",
     "ITEM_CANCELLED",
     "abandoned_items",
@@ -55,6 +58,10 @@ __all__ = [
 HELD_BACK_STATES = ("paused", "cancelled")
 #: the audit event of an item cancelled as it came back unfinished (``cancel_given_back``)
 ITEM_CANCELLED = "grading.cancelled"
+#: the order in which a transaction locks several graded gradings (a regrade batch those
+#: its items follow and promote over, a withdrawal those its copies lie on): oldest
+#: first, by creation time, which never changes (``lock_items``)
+GRADING_LOCK_ORDER = (col(GradingRecord.created_at), col(GradingRecord.id))
 
 
 def not_held_back() -> Any:
@@ -137,18 +144,21 @@ def lock_items(
        held sees the current grading as it stands. ``NO KEY UPDATE``, not ``UPDATE``:
        the foreign key checks of rows written under the submission (``FOR KEY SHARE``)
        do not wait for it, and nothing else locks or changes a submission's row;
-    3. every item's previous grading (``FOR KEY SHARE``), oldest first: an item's row
-       written again after the audit (promoted, or carrying overrides) makes PostgreSQL
-       check its foreign keys again, which takes that lock on the previous grading, and
-       after the audit that would wait for an override made or withdrawn on it, which
-       holds its row while it waits to audit. Held from before the audit, no override of
-       the previous grading commits until this transaction does, so the overrides it
-       carries are the ones it read. Oldest first, as a withdrawal locks the grading
-       it withdraws on and then the later gradings its copies were carried onto. A
-       grading step 4 locks is left to it: holding the weaker lock while asking for the
-       stronger would queue behind a writer that came between;
-    4. the current gradings of those submissions (promoted over, ``FOR UPDATE``), in id
-       order as two batches lock them alike.
+    3. the gradings, in one order: every item's previous grading, and the current
+       gradings of those submissions (promoted over), oldest first (``_lock_gradings``).
+
+    A grading promoted over is written: ``FOR UPDATE``. A previous grading is only
+    followed: an item's row written again after the audit (promoted, or carrying
+    overrides) makes PostgreSQL check its foreign keys again, which takes ``FOR KEY
+    SHARE`` on the previous grading, and after the audit that would wait for an
+    override made or withdrawn on it, which holds its row while it waits to audit. So
+    that lock is taken here, before the audit; held from then on, no override of the
+    previous grading commits until this transaction does, and the overrides it carries
+    are the ones it read. ``KEY SHARE`` and no stronger: the gradings a new job's items
+    follow are locked so by their foreign keys, in the job's own order, and the
+    batches of other jobs that follow the same grading take it alike; none of them
+    waits for another, where a stronger lock would make them queue, and deadlock with
+    a job being created.
     """
     items = [g for g in gradings if g["regrade_job_id"] is not None]
     if not items:
@@ -165,23 +175,47 @@ def lock_items(
             .order_by(col(SubmissionRecord.id))
             .with_for_update(key_share=True)
         ).all()
+    previous = {g["previous_grading_id"] for g in items if g["previous_grading_id"]}
+    if not submissions and not previous:
+        return jobs
     replaced = and_(
         col(GradingRecord.submission_id).in_(submissions),
         col(GradingRecord.is_current).is_(True),
         col(GradingRecord.id).not_in(promoted),
     )
-    previous = {g["previous_grading_id"] for g in items if g["previous_grading_id"]}
-    if previous:
-        session.execute(
-            select(col(GradingRecord.id))
-            .where(col(GradingRecord.id).in_(previous), *([~replaced] if submissions else []))
-            .order_by(col(GradingRecord.created_at), col(GradingRecord.id))
-            .with_for_update(read=True, key_share=True)
-        ).all()
-    if submissions:
-        locked = select(col(GradingRecord.id)).where(replaced).order_by(col(GradingRecord.id))
-        session.execute(locked.with_for_update()).all()
+    # read after the submissions' rows are locked: no promotion changes them meanwhile
+    touched = session.execute(
+        select(col(GradingRecord.id), replaced)
+        .where(or_(col(GradingRecord.id).in_(previous), replaced))
+        .order_by(*GRADING_LOCK_ORDER)
+    ).all()
+    _lock_gradings(session, [(grading_id, bool(written)) for grading_id, written in touched])
     return jobs
+
+
+def _lock_gradings(session: Session, gradings: Sequence[tuple[str, bool]]) -> None:
+    """Row-lock the gradings in the order given (``GRADING_LOCK_ORDER``), each once:
+    ``FOR UPDATE`` where its flag is set (it is written), ``FOR KEY SHARE`` otherwise
+    (it is followed); one statement per run of the same lock.
+
+    One order for every grading, whatever it is to this batch: the grading one batch
+    follows is the one another promotes over, and two batches that took them in two
+    orders (the gradings they follow in one, those they promote over in another) could
+    each hold a row the other waits for. Oldest first, as a withdrawal locks the grading
+    it withdraws on and then the later gradings its copies were carried onto
+    (``api.adjudication.override_queries``): a batch that follows the one and promotes
+    over another waits for the withdrawal at the first, holding neither. A grading both
+    followed and promoted over in one batch takes the stronger lock alone: holding the
+    weaker while asking for the stronger would queue behind a writer that came between.
+    """
+    for written, run in groupby(gradings, key=itemgetter(1)):
+        ids = [grading_id for grading_id, _ in run]
+        query = select(col(GradingRecord.id)).where(col(GradingRecord.id).in_(ids))
+        query = query.order_by(*GRADING_LOCK_ORDER)
+        if written:
+            session.execute(query.with_for_update()).all()
+        else:
+            session.execute(query.with_for_update(read=True, key_share=True)).all()
 
 
 def _locked_jobs(db: Database, session: Session, job_ids: set[str]) -> dict[str, RegradeJobRecord]:

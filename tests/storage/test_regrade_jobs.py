@@ -9,9 +9,11 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import timedelta
 from typing import Any
+from uuid import uuid4
 
+import psycopg
 import pytest
-from sqlalchemy import func, select
+from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 from sqlmodel import col
 
@@ -20,11 +22,15 @@ import storage.regrade.lifecycle as lifecycle
 from api.adjudication.override_queries import OverrideQueries
 from api.regrade.job_queries import RegradeJobQueries, RegradeTarget
 from api.regrade.selection import RegradeFilter
+from judge.adjudication import overrides_in_force
 from judge.rubric import Rubric
 from judge.verdict import GradingResult
-from storage import Claim, GradingFilter, GradingView, Store
+from storage import Claim, FinishedGrading, GradingFilter, GradingView, Store
+from storage.canonical import utcnow
 from storage.errors import Conflict, Superseded
 from storage.lost_workers import LEASE_EXPIRED
+from storage.overrides import override_events
+from storage.review_tables import OverrideRecord
 from storage.tables import GradingRecord
 from tests.conftest import Clock
 from tests.storage.helpers import (
@@ -769,6 +775,178 @@ async def test_promote_jobs_and_overrides_of_one_submission_at_once_all_finish(
         return {s: n for s, n in session.execute(query.group_by(col(g.submission_id)))}
 
     assert await store.db.run_read(current_per_submission) == dict.fromkeys(by_submission, 1)
+
+
+@pytest.mark.postgres
+@pytest.mark.tampers
+async def test_a_shadow_batch_and_a_promote_batch_of_the_same_submissions_both_finish(
+    store: Store,
+) -> None:
+    """Two graded submissions, the older grading holding the greater id; a shadow job and
+    a promote job over both. A worker stores the promote job's two items in one batch
+    while another stores the shadow job's two, and a third transaction holds ``FOR KEY
+    SHARE`` on the older grading for a moment (as any writer of a row under it does):
+    both batches store their items, neither is aborted (the gradings one follows are the
+    ones the other promotes over, and both lock them in one order)."""
+    if not store.db.postgres:
+        pytest.skip("a race between PostgreSQL transactions")
+    low, high = sorted(await _graded_submissions(store, 2))
+    now = utcnow()
+
+    def older_is_high(session: Session) -> None:
+        for grading_id, at in ((high, now - timedelta(hours=2)), (low, now - timedelta(hours=1))):
+            row = col(GradingRecord.id) == grading_id
+            session.execute(update(GradingRecord).where(row).values(created_at=at))
+
+    await store.db.run(older_is_high)
+    jobs = RegradeJobQueries(store.db)
+    shadow = (await jobs.create_job(RegradeFilter(), _target(), actor="admin")).job
+    promote = (await jobs.create_job(RegradeFilter(), _target(mode="promote"), actor="admin")).job
+    claims = await store.queue.claim_pending("w", limit=10, lease_seconds=600)
+    assert len(claims) == 4
+    by_job: dict[str | None, list[FinishedGrading]] = {}
+    for c in claims:
+        item = FinishedGrading(c.grading_id, "w", graded_result(), False)
+        by_job.setdefault(c.regrade_job_id, []).append(item)
+    url = store.db.engine.url.set(drivername="postgresql").render_as_string(hide_password=False)
+    with psycopg.connect(url) as other:
+        other.execute("SELECT id FROM grading WHERE id = %s FOR KEY SHARE", (high,)).fetchall()
+        promoting = asyncio.create_task(store.queue.complete_many(by_job[promote.id]))
+        await asyncio.to_thread(wait_for_lock_waiter, store, promoting.done)
+        shadowing = asyncio.create_task(store.queue.complete_many(by_job[shadow.id]))
+        await asyncio.sleep(0.5)
+        other.commit()
+    results = await asyncio.gather(promoting, shadowing, return_exceptions=True)
+    assert not _failed(results, ["the promote batch", "the shadow batch"])
+    assert results == [[True, True], [True, True]]
+
+
+def _in_force_on(session: Session, grading_id: str) -> dict[Any, Any]:
+    """The overrides in force on the grading."""
+    query = select(OverrideRecord).where(col(OverrideRecord.grading_id) == grading_id)
+    return overrides_in_force(override_events(list(session.execute(query).scalars())))
+
+
+@pytest.mark.postgres
+async def test_a_withdrawal_racing_a_promote_over_a_grading_carrying_its_copy_withdraws_it(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Hana failed G0; two ``promote`` jobs followed it, and the first carried her verdict
+    onto G1 and made it current (G1's id sorts before G0's). Hana withdraws her verdict
+    on G0 at the moment a worker stores the second job's item, which follows G0 and
+    promotes over G1: both succeed (the worker locks G0 before G1, as the withdrawal
+    does), and no copy of the verdict stays in force."""
+    if not store.db.postgres:
+        pytest.skip("a race between PostgreSQL transactions")
+    [g0] = await _graded_submissions(store, 1, ALL)
+    original, _ = await override(
+        store, g0, rubric=sregym_rubric(), expected_revision=2, kind="verdict",
+        reason="wrong fault", author_id="h1", author_name="Hana", verdict="fail",
+    )  # fmt: skip
+    # the items' ids sort before every other: before G0's
+    monkeypatch.setattr("api.regrade.job_queries.new_id", lambda: "0" * 8 + uuid4().hex[8:])
+    jobs = RegradeJobQueries(store.db)
+    a = (await jobs.create_job(RegradeFilter(), _target(mode="promote"), actor="admin")).job
+    b = (await jobs.create_job(RegradeFilter(), _target(mode="promote"), actor="admin")).job
+    claims = await store.queue.claim_pending("w", limit=10, lease_seconds=600)
+    item = {c.regrade_job_id: c.grading_id for c in claims}
+    g1, g2 = item[a.id], item[b.id]
+    assert g1 < g0 and await store.queue.complete(g1, "w", graded_result(ALL))
+    # the withdrawal held once it holds G0, before it locks the gradings of the copies
+    held = _Held()
+    real = OverrideQueries._copies_locked
+
+    def hold_then_lock(self: OverrideQueries, session: Session, withdrawn: Any) -> Any:
+        held.hold()
+        return real(self, session, withdrawn)
+
+    monkeypatch.setattr(OverrideQueries, "_copies_locked", hold_then_lock)
+    view = await store.gradings.get(g0)
+    assert view is not None
+    withdrawal = asyncio.create_task(
+        override(store, g0, rubric=sregym_rubric(), expected_revision=view.grading.revision,
+            kind="withdraw", reason="I was wrong", author_id="h1", author_name="Hana",
+            withdraws=original.id,
+        )
+    )  # fmt: skip
+    assert await asyncio.to_thread(held.arrived.wait, 10)
+    worker = asyncio.create_task(store.queue.complete(g2, "w", graded_result(ALL)))
+    await asyncio.to_thread(wait_for_lock_waiter, store, worker.done)  # it waits for G0
+    held.go.set()
+    results = await asyncio.gather(withdrawal, worker, return_exceptions=True)
+    assert not _failed(results, ["the withdrawal", "the worker"])
+    assert results[1] is True
+    assert await store.db.run_read(_in_force_on, g1) == {}
+    assert await store.db.run_read(_in_force_on, g2) == {}
+    current = await store.gradings.get(g2)
+    assert current is not None and current.grading.is_current and current.grading.passed
+
+
+@pytest.mark.postgres
+async def test_a_withdrawal_racing_a_promote_over_the_copies_of_a_copy_withdraws_them(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Hana failed G0; a promote carried her verdict onto G1, and a second one carried
+    that copy onto G2 (each made current; G2's id sorts before G1's). Hana withdraws her
+    verdict on G0 at the moment a worker stores a third promote's item, which follows
+    G1 and promotes over G2: both succeed (the withdrawal locks G1 before G2, as the
+    worker does), and no copy of the verdict stays in force."""
+    if not store.db.postgres:
+        pytest.skip("a race between PostgreSQL transactions")
+    [g0] = await _graded_submissions(store, 1, ALL)
+    original, _ = await override(
+        store, g0, rubric=sregym_rubric(), expected_revision=2, kind="verdict",
+        reason="wrong fault", author_id="h1", author_name="Hana", verdict="fail",
+    )  # fmt: skip
+    # every id a job makes sorts before the one it made last
+    descending = iter(range(0xFFFFFFFF, 0, -1))
+    monkeypatch.setattr(
+        "api.regrade.job_queries.new_id", lambda: f"{next(descending):08x}{uuid4().hex[8:]}"
+    )
+    jobs = RegradeJobQueries(store.db)
+
+    async def promote_claimed(count: int) -> list[str]:
+        for _ in range(count):
+            await jobs.create_job(RegradeFilter(), _target(mode="promote"), actor="admin")
+        claims = await store.queue.claim_pending("w", limit=10, lease_seconds=600)
+        return sorted((c.grading_id for c in claims), reverse=True)  # oldest first
+
+    [g1] = await promote_claimed(1)
+    assert await store.queue.complete(g1, "w", graded_result(ALL))
+    g2, g3 = await promote_claimed(2)
+    assert await store.queue.complete(g2, "w", graded_result(ALL))
+    # the withdrawal held once it holds G0 and the first grading of a copy it locks
+    held = _Held()
+    real = OverrideQueries._locked_grading
+
+    def lock_then_hold(
+        self: OverrideQueries, session: Session, grading_id: str, *a: Any, **kw: Any
+    ) -> Any:
+        grading = real(self, session, grading_id, *a, **kw)
+        if grading_id != g0:
+            held.hold()
+        return grading
+
+    monkeypatch.setattr(OverrideQueries, "_locked_grading", lock_then_hold)
+    view = await store.gradings.get(g0)
+    assert view is not None
+    withdrawal = asyncio.create_task(
+        override(store, g0, rubric=sregym_rubric(), expected_revision=view.grading.revision,
+            kind="withdraw", reason="I was wrong", author_id="h1", author_name="Hana",
+            withdraws=original.id,
+        )
+    )  # fmt: skip
+    assert await asyncio.to_thread(held.arrived.wait, 10)
+    worker = asyncio.create_task(store.queue.complete(g3, "w", graded_result(ALL)))
+    await asyncio.to_thread(wait_for_lock_waiter, store, worker.done)
+    held.go.set()
+    results = await asyncio.gather(withdrawal, worker, return_exceptions=True)
+    assert not _failed(results, ["the withdrawal", "the worker"])
+    assert results[1] is True
+    for grading_id in (g1, g2, g3):
+        assert await store.db.run_read(_in_force_on, grading_id) == {}, grading_id
+    current = await store.gradings.get(g3)
+    assert current is not None and current.grading.is_current and current.grading.passed
 
 
 async def test_the_filter_selects_by_agent_verdict_judge_scenario_tags_and_date(
