@@ -88,6 +88,10 @@ JSONL_SUBMITTER = "import:jsonl"
 
 #: the column of an SREGym row that holds the attempt's diagnosis
 _DIAGNOSIS = "Diagnosis.submission"
+#: the prefix of the columns SREGym writes of its judge's result (each key of the
+#: oracle's dictionary: the verdict columns, and those a drop-in oracle adds, such as
+#: ``scenario_version`` or ``error``), the diagnosis's aside
+_JUDGED = "Diagnosis."
 
 
 def _imported_verdict(grading: GradingRecord) -> dict[str, Any]:
@@ -392,16 +396,23 @@ class ImportQueries:
         """Is ``attempt`` (a row without an attempt number on the line ``known`` was
         imported at, differing from it) another row than ``known``'s: one whose cells
         differ from its kept row's (the one in the row's file, else its first) in a column
-        besides the :data:`VERDICT_COLUMNS`, its diagnosis or any other? The same cells with
-        other verdict columns are ``known``'s row with SREGym's verdict judged again."""
+        besides those of the judge's result (``Diagnosis.*`` but the diagnosis: the
+        :data:`VERDICT_COLUMNS` and what a drop-in oracle adds, an ``error`` or the
+        ``scenario_version`` judged against)? The same cells with another judge's result
+        are ``known``'s row with SREGym's judge run again."""
         o = SregymOriginalRowRecord
         query = select(o).where(col(o.submission_id) == known.id)
         kept = list(session.execute(query.order_by(bytewise(col(o.path)), col(o.line))).scalars())
         in_file = [row for row in kept if _same_file(row.path, attempt.path)]
         if not (in_file or kept):
             return False
-        skip = ("problem_id", *VERDICT_COLUMNS)
-        return _cell_difference((in_file or kept)[0], attempt, skip=skip) is not None
+        row = (in_file or kept)[0]
+        judged = {  # what the judge wrote (SREGym's keys, a drop-in oracle's own too)
+            c
+            for c in {*kept_cells(row.cells), *attempt.cells}
+            if c.startswith(_JUDGED) and c != _DIAGNOSIS
+        }
+        return _cell_difference(row, attempt, skip={"problem_id", *judged}) is not None
 
     @staticmethod
     def _moved(
