@@ -177,14 +177,15 @@ def server_and_token(url: str) -> tuple[str, str]:
     import httpx
     from sre_judge_client._core import resolve
 
+    shown = repr(mask_passwords(url))  # a password in the URL is never printed
     if not url.lower().startswith(("http://", "https://")):  # a scheme has no case
-        raise click.BadParameter(f"{url!r}: expected an http(s) URL", param_hint="--server")
+        raise click.BadParameter(f"{shown}: expected an http(s) URL", param_hint="--server")
     try:
         host = httpx.URL(url).host
     except httpx.InvalidURL as exc:  # a mistyped port, say: its message names the part
-        raise click.BadParameter(f"{url!r} does not parse: {exc}", param_hint="--server") from None
+        raise click.BadParameter(f"{shown} does not parse: {exc}", param_hint="--server") from None
     if not host:  # http://:8000, a script's http://$HOST:8000 with HOST unset
-        raise click.BadParameter(f"{url!r} names no host", param_hint="--server")
+        raise click.BadParameter(f"{shown} names no host", param_hint="--server")
     try:
         base, token = resolve(url, None)
     except ValueError as exc:  # a token no header carries: the message does not quote it

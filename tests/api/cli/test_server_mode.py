@@ -331,3 +331,21 @@ def test_importing_nothing_through_a_server_still_refuses_a_bad_server_option(
     assert named in done.stderr
     if named == "--server":
         assert "SRE_JUDGE_TOKEN" not in done.stderr  # the option's fault, not the token's
+
+
+@pytest.mark.parametrize(
+    "server",
+    ["http://ci:hunter2-s3cret@:8000", "http://ci:hunter2-s3cret@reports.example:80OO",
+     "ftp://ci:hunter2-s3cret@reports.example"],
+    ids=["no-host", "bad-port", "ftp"],
+)  # fmt: skip
+def test_a_refused_server_url_is_named_with_its_password_masked(server: str) -> None:
+    """A ``--server`` refused (no host, a mistyped port, not http) is named in the error
+    with the password of its userinfo masked, as every URL the command line shows."""
+    done = cli_in_process(
+        "report", "pass-rates", "--server", server,
+        env={"SRE_JUDGE_TOKEN": "tok-abc", "NO_COLOR": "1"},
+    )  # fmt: skip
+    assert done.returncode == 2, done.stderr
+    assert "--server" in done.stderr and "ci:***@" in done.stderr, done.stderr
+    assert "hunter2-s3cret" not in done.stderr, done.stderr
