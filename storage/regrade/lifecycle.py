@@ -147,7 +147,7 @@ def lock_items(
     3. the gradings, in one order: every item's previous grading, and the current
        gradings of those submissions (promoted over), oldest first (``_lock_gradings``).
 
-    A grading promoted over is written: ``FOR UPDATE``. A previous grading is only
+    A grading promoted over is written: ``FOR NO KEY UPDATE``. A previous grading is only
     followed: an item's row written again after the audit (promoted, or carrying
     overrides) makes PostgreSQL check its foreign keys again, which takes ``FOR KEY
     SHARE`` on the previous grading, and after the audit that would wait for an
@@ -195,8 +195,13 @@ def lock_items(
 
 def _lock_gradings(session: Session, gradings: Sequence[tuple[str, bool]]) -> None:
     """Row-lock the gradings in the order given (``GRADING_LOCK_ORDER``), each once:
-    ``FOR UPDATE`` where its flag is set (it is written), ``FOR KEY SHARE`` otherwise
+    ``FOR NO KEY UPDATE`` where its flag is set (it is written), ``FOR KEY SHARE`` otherwise
     (it is followed); one statement per run of the same lock.
+
+    ``FOR NO KEY UPDATE`` rather than ``FOR UPDATE`` for a grading written: a promotion
+    changes no column a row points at, and a job being created over the same
+    submissions, whose items' foreign keys take ``FOR KEY SHARE`` on the gradings they
+    follow in the job's own order, does not wait for it (nor it for them).
 
     One order for every grading, whatever it is to this batch: the grading one batch
     follows is the one another promotes over, and two batches that took them in two
@@ -212,8 +217,8 @@ def _lock_gradings(session: Session, gradings: Sequence[tuple[str, bool]]) -> No
         ids = [grading_id for grading_id, _ in run]
         query = select(col(GradingRecord.id)).where(col(GradingRecord.id).in_(ids))
         query = query.order_by(*GRADING_LOCK_ORDER)
-        if written:
-            session.execute(query.with_for_update()).all()
+        if written:  # FOR NO KEY UPDATE: a promotion changes no key a row points at
+            session.execute(query.with_for_update(key_share=True)).all()
         else:
             session.execute(query.with_for_update(read=True, key_share=True)).all()
 
@@ -437,7 +442,9 @@ def _current_query(db: Database, grading: GradingRecord) -> Select[GradingRecord
         col(GradingRecord.is_current).is_(True),
         col(GradingRecord.id) != grading.id,
     )
-    return query.with_for_update() if db.postgres else query
+    # FOR NO KEY UPDATE, as lock_items takes it: no key changes, and the gradings a new
+    # job's items follow (their foreign keys' KEY SHARE) do not wait for it
+    return query.with_for_update(key_share=True) if db.postgres else query
 
 
 def _current_besides(

@@ -31,7 +31,7 @@ from storage.errors import Conflict, Superseded
 from storage.lost_workers import LEASE_EXPIRED
 from storage.overrides import override_events
 from storage.review_tables import OverrideRecord
-from storage.tables import GradingRecord
+from storage.tables import GradingRecord, SubmissionRecord
 from tests.conftest import Clock
 from tests.storage.helpers import (
     graded_result,
@@ -988,3 +988,67 @@ async def test_the_filter_selects_by_agent_verdict_judge_scenario_tags_and_date(
     }
     for f, expected in cases.items():
         assert (await RegradeJobQueries(store.db).totals(f)).submissions == expected, f
+
+
+async def _graded_pairs(store: Store, count: int) -> list[tuple[str, str]]:
+    """(submission id, grading id) of ``count`` graded submissions, in order."""
+    out = []
+    for n in range(count):
+        outcome = await submit(store)
+        [claim] = await store.queue.claim_pending(f"seed{n}", limit=1, lease_seconds=60)
+        assert await store.queue.complete(claim.grading_id, f"seed{n}", graded_result())
+        out.append((outcome.grading.submission_id, outcome.grading.id))
+    return out
+
+
+@pytest.mark.postgres
+@pytest.mark.tampers
+async def test_a_promote_batch_and_a_new_job_over_the_same_submissions_both_finish(
+    store: Store,
+) -> None:
+    """Two graded submissions S1 (older) and S2, whose current gradings are X1 (newer)
+    and X2 (older: S1 was graded again later, say). A worker stores a promote job's two
+    items while an admin creates another job over both submissions: the batch locks X2
+    then X1 (oldest first), the new job's items follow X1 then X2 (submission order),
+    their foreign keys taking FOR KEY SHARE on each. A third transaction holding FOR KEY
+    SHARE on X1 for a moment (as any writer of a row under it does) lines the two up.
+    Both finish: a promotion locks what it writes FOR NO KEY UPDATE, which a foreign
+    key's lock does not wait for."""
+    if not store.db.postgres:
+        pytest.skip("a race between PostgreSQL transactions")
+    (s1, x1), (s2, x2) = await _graded_pairs(store, 2)
+    now = utcnow()
+
+    def shape(session: Session) -> None:
+        for sid, at in ((s1, now - timedelta(hours=3)), (s2, now - timedelta(hours=2))):
+            row = col(SubmissionRecord.id) == sid
+            session.execute(update(SubmissionRecord).where(row).values(created_at=at))
+        for gid, at in ((x2, now - timedelta(hours=2)), (x1, now - timedelta(hours=1))):
+            row = col(GradingRecord.id) == gid
+            session.execute(update(GradingRecord).where(row).values(created_at=at))
+
+    await store.db.run(shape)
+    jobs = RegradeJobQueries(store.db)
+    promote = (await jobs.create_job(RegradeFilter(), _target(mode="promote"), actor="admin")).job
+    claims = await store.queue.claim_pending("w", limit=10, lease_seconds=600)
+    assert {c.regrade_job_id for c in claims} == {promote.id} and len(claims) == 2
+    items = [FinishedGrading(c.grading_id, "w", graded_result(), False) for c in claims]
+    url = store.db.engine.url.set(drivername="postgresql").render_as_string(hide_password=False)
+    with psycopg.connect(url) as other:
+        other.execute("SELECT id FROM grading WHERE id = %s FOR KEY SHARE", (x1,)).fetchall()
+        promoting = asyncio.create_task(store.queue.complete_many(items))
+        # as it stands, the batch holds X2 and waits for X1 (a batch that does not wait
+        # for a KEY SHARE holder just goes on)
+        await asyncio.to_thread(wait_for_lock_waiter, store, promoting.done, 3)
+        creating = asyncio.create_task(jobs.create_job(RegradeFilter(), _target(), actor="admin"))
+        # the new job holds X1 (KEY SHARE) and waits for X2
+        await asyncio.to_thread(wait_for_lock_waiter, store, creating.done, 3, count=2)
+        other.commit()
+    results = await asyncio.gather(promoting, creating, return_exceptions=True)
+    failed = [
+        f"{name}: {r!r}"
+        for name, r in zip(("the promote batch", "the new job"), results, strict=True)
+        if isinstance(r, BaseException)
+    ]
+    assert not failed, failed
+    assert results[0] == [True, True]

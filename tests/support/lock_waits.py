@@ -29,12 +29,14 @@ def _lock_waiters(store: Store) -> int:
     return int(row[0]) if row else 0
 
 
-def wait_for_lock_waiter(store: Store, done: Callable[[], bool], seconds: float = 5) -> None:
-    """Return once a backend of the store's database waits on a lock, or ``done()``, or
-    after ``seconds``."""
+def wait_for_lock_waiter(
+    store: Store, done: Callable[[], bool], seconds: float = 5, *, count: int = 1
+) -> None:
+    """Return once ``count`` backends of the store's database wait on a lock, or
+    ``done()``, or after ``seconds``."""
     end = time.monotonic() + seconds
     while time.monotonic() < end and not done():
-        if _lock_waiters(store) > 0:
+        if _lock_waiters(store) >= count:
             time.sleep(0.1)
             return
         time.sleep(0.02)
