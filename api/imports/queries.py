@@ -59,7 +59,7 @@ from api.imports.rows import (
     sregym_key,
     sregym_submission,
 )
-from api.imports.sregym import SregymAttempt, kept_cells
+from api.imports.sregym import AGENT_COLUMNS, SregymAttempt, kept_cells
 from judge.families import shared_family
 from judge.rubric import Rubric
 from judge.secrets import REDACTION_MARKER
@@ -90,7 +90,8 @@ JSONL_SUBMITTER = "import:jsonl"
 _DIAGNOSIS = "Diagnosis.submission"
 #: the prefix of the columns SREGym writes of its judge's result (each key of the
 #: oracle's dictionary: the verdict columns, and those a drop-in oracle adds, such as
-#: ``scenario_version`` or ``error``), the diagnosis's aside
+#: ``scenario_version`` or ``error``), the agent's own aside (``AGENT_COLUMNS``: its
+#: diagnosis and trace)
 _JUDGED = "Diagnosis."
 
 
@@ -396,10 +397,10 @@ class ImportQueries:
         """Is ``attempt`` (a row without an attempt number on the line ``known`` was
         imported at, differing from it) another row than ``known``'s: one whose cells
         differ from its kept row's (the one in the row's file, else its first) in a column
-        besides those of the judge's result (``Diagnosis.*`` but the diagnosis: the
-        :data:`VERDICT_COLUMNS` and what a drop-in oracle adds, an ``error`` or the
-        ``scenario_version`` judged against)? The same cells with another judge's result
-        are ``known``'s row with SREGym's judge run again."""
+        besides those of the judge's result (``Diagnosis.*`` but the agent's diagnosis and
+        trace, ``AGENT_COLUMNS``: the :data:`VERDICT_COLUMNS` and what a drop-in oracle
+        adds, an ``error`` or the ``scenario_version`` judged against)? The same cells with
+        another judge's result are ``known``'s row with SREGym's judge run again."""
         o = SregymOriginalRowRecord
         query = select(o).where(col(o.submission_id) == known.id)
         kept = list(session.execute(query.order_by(bytewise(col(o.path)), col(o.line))).scalars())
@@ -410,7 +411,7 @@ class ImportQueries:
         judged = {  # what the judge wrote (SREGym's keys, a drop-in oracle's own too)
             c
             for c in {*kept_cells(row.cells), *attempt.cells}
-            if c.startswith(_JUDGED) and c != _DIAGNOSIS
+            if c.startswith(_JUDGED) and c not in AGENT_COLUMNS
         }
         return _cell_difference(row, attempt, skip={"problem_id", *judged}) is not None
 

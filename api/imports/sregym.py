@@ -69,6 +69,7 @@ from storage.storable import (
 )
 
 __all__ = [
+    "AGENT_COLUMNS",
     "AttemptOutcome",
     "SregymAnswer",
     "SregymAttempt",
@@ -103,6 +104,9 @@ _MAX_NAME = 200
 _TRACE_COLUMNS = ("trace", "Diagnosis.trace")
 #: the column of the diagnosis
 _DIAGNOSIS = "Diagnosis.submission"
+#: the columns of what the agent gave (its diagnosis, its trace), not of its judge's
+#: result, among those SREGym writes under ``Diagnosis.``
+AGENT_COLUMNS = (_DIAGNOSIS, *_TRACE_COLUMNS)
 #: the columns whose cells may hold a credential: the diagnosis, SREGym's checklist and
 #: reasoning (which may quote it) and a trace; the diagnosis is read first
 _SECRET_COLUMNS = (

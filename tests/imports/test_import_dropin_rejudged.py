@@ -1,21 +1,25 @@
-"""SREGym rows without an attempt number whose judge was run again, written by SREGym
-with the client's drop-in oracle.
+"""SREGym rows without an attempt number on a line an attempt was imported at: which
+cells make the row another attempt.
 
-A row on the line an attempt was imported at with the same cells but its judge's result
-is that attempt, a conflict: the judge's result is every ``Diagnosis.<key>`` SREGym
-writes of the oracle's dictionary, the drop-in's own keys (``error``,
-``scenario_version``, ``ground_truth_sha256``) beside SREGym's seven.
+A row with the same cells but its judge's result is that attempt, a conflict: the
+judge's result is every ``Diagnosis.<key>`` SREGym writes of the oracle's dictionary
+(the client's drop-in oracle's own keys, ``error``, ``scenario_version`` and
+``ground_truth_sha256``, beside SREGym's seven), the agent's diagnosis and trace aside;
+another cell of the agent's (its trace, in ``trace`` or ``Diagnosis.trace``) makes it
+another attempt.
 """
 
 from __future__ import annotations
 
 import csv
 import io
+import json
 import shutil
 import uuid
 from pathlib import Path
 from typing import Any
 
+import pytest
 from sqlalchemy import select
 from sqlalchemy.engine import Engine
 from sre_judge_client import Grading
@@ -31,6 +35,7 @@ from tests.support.sregym_driver import RUN, write_run
 from tests.support.submissions import DIAGNOSIS, IDS, TRUTH
 
 P1 = "misconfig_app_hotel_res-detection-1"
+P2 = "misconfig_app_hotel_res-localization-1"
 
 
 def _grading(*, status: str, version: int, sha: str) -> Grading:
@@ -83,7 +88,7 @@ def _one_row(root: Path, result: dict[str, Any]) -> Path:
 
 async def _import(store: Store, root: Path) -> ImportReport:
     return await ImportQueries(store.db, store.catalog).sregym(
-        read_sregym_folder(root), {P1: TRUTH}, rubric=sregym_rubric()
+        read_sregym_folder(root), {P1: TRUTH, P2: TRUTH}, rubric=sregym_rubric()
     )
 
 
@@ -128,3 +133,43 @@ async def test_the_dropins_judge_run_again_on_an_edited_scenario_is_a_conflict(
     report = await _import(store, again)
     assert len(_submissions(engine)) == 1, report
     assert (report.submissions, len(report.conflicts)) == (0, 1), report
+
+
+def _attempts(results: Path, column: str, *traces: str) -> Path:
+    """A file of P2's rows that name no attempt, each with DIAGNOSIS and SREGym's pass,
+    the same TTL, and one of ``traces`` in the trace ``column``; ``results``."""
+    folder = results / RUN / "stratus" / P2
+    folder.mkdir(parents=True)
+    checklist = repr([{"id": q, "answer": "Yes"} for q in IDS])
+    buffer = io.StringIO()
+    writer = csv.writer(buffer)
+    writer.writerow(["Diagnosis.checklist", "Diagnosis.submission", "Diagnosis.success",
+                     column, "TTL", "problem_id"])  # fmt: skip
+    for trace in traces:
+        steps = json.dumps([{"role": "tool", "content": trace}])
+        writer.writerow([checklist, DIAGNOSIS, "True", steps, "50.0", P2])
+    (folder / "results.csv").write_text(buffer.getvalue(), newline="")
+    return results
+
+
+@pytest.mark.parametrize("column", ["trace", "Diagnosis.trace"])
+async def test_attempts_diagnosed_alike_with_other_traces_are_each_stored(
+    store: Store, engine: Engine, tmp_path: Path, column: str
+) -> None:
+    """Two attempts of one problem that name no attempt number, with the same diagnosis,
+    verdict and TTL but another agent's trace: a file filtered to the second holds its
+    row on the line the first has in the whole file. Imported first, then the whole
+    file: the first row is another attempt (another cell besides the verdict's: the
+    submission's trace), not a conflict; each is stored once, whichever column SREGym
+    wrote the trace in."""
+    filtered = _attempts(tmp_path / "filtered", column, "kubectl get pods -n hotel (second)")
+    whole = _attempts(
+        tmp_path / "whole", column, "kubectl logs user-service (first)",
+        "kubectl get pods -n hotel (second)",
+    )  # fmt: skip
+    first = await _import(store, filtered)
+    assert (first.submissions, first.conflicts, first.problems) == (1, [], [])
+    again = await _import(store, whole)
+    assert (again.conflicts, again.problems) == ([], []), again.conflicts
+    assert (again.submissions, again.already_imported) == (1, 1)
+    assert len(_submissions(engine)) == 2
