@@ -14,6 +14,7 @@ line.
 from __future__ import annotations
 
 import itertools
+import re
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from datetime import datetime
@@ -168,6 +169,11 @@ class Remote:
         return self.send("POST", path, json=body).json()
 
 
+#: the userinfo of a URL as given, whatever it holds (a refused URL may not parse):
+#: everything from the scheme to the authority's last ``@``
+_USERINFO = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*://)[^/?#]*@")
+
+
 def server_and_token(url: str) -> tuple[str, str]:
     """The base URL of ``--server url`` and the token of ``SRE_JUDGE_TOKEN``, read as the
     client package reads it (:func:`sre_judge_client._core.resolve`); a usage error (exit
@@ -177,7 +183,7 @@ def server_and_token(url: str) -> tuple[str, str]:
     import httpx
     from sre_judge_client._core import resolve
 
-    shown = repr(mask_passwords(url))  # a password in the URL is never printed
+    shown = repr(_USERINFO.sub(r"\1***@", url))  # a password in the URL is never printed
     if not url.lower().startswith(("http://", "https://")):  # a scheme has no case
         raise click.BadParameter(f"{shown}: expected an http(s) URL", param_hint="--server")
     try:
