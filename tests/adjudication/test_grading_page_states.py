@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 from sqlalchemy.engine import Engine
 
-from judge.backends.scripted import ScriptedBackend
+from judge.backends.scripted import ScriptedBackend, scripted_reply
+from judge.calls import Completion, JudgeRequest
 from tests.imports.partial import import_partial_checklist
 from tests.support.app_client import AppClient
 from tests.support.judge_server import sregym_reply
@@ -195,3 +196,50 @@ async def test_a_grading_without_verdict_shows_unscored_never_its_status(
     shown = re.search(r'data-testid="effective-verdict">([^<]*)<', page)
     assert shown is not None and shown.group(1) == "UNSCORED", page[-400:]
     assert "GRADED" not in listed
+
+
+CUTTING_JUDGE = "openai:scripted@http://127.0.0.1:9/v1"
+CUT_MARK = "<script>alert('cut-reply')</script>"
+
+
+class _CuttingJudge(ScriptedBackend):
+    """Every reply stops at its budget, half written, with markup in it (``CUT_MARK``)."""
+
+    def __init__(self) -> None:
+        super().__init__([scripted_reply] * 4, model="scripted")
+        self.sent: list[str] = []
+
+    async def complete(self, request: JudgeRequest) -> Completion:
+        whole = await super().complete(request)
+        text = whole.text[: len(whole.text) // 2] + f" {CUT_MARK} cut-{len(self.sent) + 1}"
+        self.sent.append(text)
+        return whole.model_copy(
+            update={"text": text, "finish_reason": "length", "completion_tokens": 1536}
+        )
+
+
+async def test_the_grading_page_shows_a_cut_reply_escaped(api_client: Any, tokens: Any) -> None:
+    """A grading unscored ``reply_truncated`` keeps what its judge wrote only on the
+    call's attempts: the page's history shows each cut reply, escaped as the untrusted
+    text it is."""
+    backend = _CuttingJudge()
+    ada = await tokens("adjudicator", "Ada")
+    async with api_client(judge=CUTTING_JUDGE, backends={CUTTING_JUDGE: backend}) as client:
+        posted = await client.post(
+            "/v1/submissions?wait=10",
+            json={"diagnosis": DIAGNOSIS, "ground_truth": TRUTH},
+            headers=ada,
+        )
+        grading = posted.json()
+        assert grading["unscored_reason"] == "reply_truncated", grading
+        history = (await client.get(f"/v1/gradings/{grading['id']}/history", headers=ada)).json()
+        await sign_in(client, ada)
+        page = await client.get(f"/gradings/{grading['id']}")
+    [call] = [e["call"] for e in history["events"] if e["event"] == "judge.call"]
+    assert [a["reply"] for a in call["attempts"]] == backend.sent  # the API has them
+    assert page.status_code == 200, page.text[:500]
+    assert CUT_MARK not in page.text  # never raw markup
+    assert 'data-testid="history"' in page.text  # the history card is shown
+    # what the judge wrote is on the page (escaped), as its history in the API has it
+    assert page.text.count("cut-1") and page.text.count("cut-2"), "no cut reply on the page"
+    assert "&lt;script&gt;alert(" in page.text
