@@ -101,7 +101,7 @@ class Remote:
     def __init__(self, http: httpx.Client, url: str) -> None:
         self._http = http
         #: the server as messages name it: a password in its URL masked
-        self.url = mask_passwords(url)
+        self.url = shown_server(url)
 
     def _unreachable(self, exc: Exception) -> CommandError:
         """The usage error of a request that got no answer (the token, being one a header
@@ -169,9 +169,25 @@ class Remote:
         return self.send("POST", path, json=body).json()
 
 
-#: the userinfo of a URL as given, whatever it holds (a refused URL may not parse):
-#: everything from the scheme to the authority's last ``@``
-_USERINFO = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*://)[^/?#]*@")
+#: the userinfo of a URL as given, whatever it holds (a password may hold a blank, a
+#: ``/`` or a ``#``, and a refused URL may not parse): from the scheme to the last ``@``
+_USERINFO = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*://)(.*)@", re.DOTALL)
+
+
+#: a user name shown beside a masked password: the characters a URL's user may hold
+_USER = re.compile(r"[A-Za-z0-9._~%!$&'()*+,;=-]+")
+
+
+def shown_server(url: str) -> str:
+    """``url`` as messages show it: its password masked whatever it holds (``user:***``;
+    a user that comes alone, a token, masked whole), and every credential its query
+    carries (:func:`mask_passwords`)."""
+    found = _USERINFO.match(url)
+    if found is None:
+        return mask_passwords(url)
+    user, password, _ = found.group(2).partition(":")
+    masked = f"{user}:***" if password and _USER.fullmatch(user) else "***"
+    return mask_passwords(f"{found.group(1)}{masked}@{url[found.end() :]}")
 
 
 def server_and_token(url: str) -> tuple[str, str]:
@@ -183,13 +199,15 @@ def server_and_token(url: str) -> tuple[str, str]:
     import httpx
     from sre_judge_client._core import resolve
 
-    shown = repr(_USERINFO.sub(r"\1***@", url))  # a password in the URL is never printed
+    shown = repr(shown_server(url))  # a password in the URL is never printed
     if not url.lower().startswith(("http://", "https://")):  # a scheme has no case
         raise click.BadParameter(f"{shown}: expected an http(s) URL", param_hint="--server")
     try:
         host = httpx.URL(url).host
     except httpx.InvalidURL as exc:  # a mistyped port, say: its message names the part
-        raise click.BadParameter(f"{shown} does not parse: {exc}", param_hint="--server") from None
+        # (unless the URL has a userinfo: a password read as a port would be quoted)
+        why = "" if "@" in url else f": {exc}"
+        raise click.BadParameter(f"{shown} does not parse{why}", param_hint="--server") from None
     if not host:  # http://:8000, a script's http://$HOST:8000 with HOST unset
         raise click.BadParameter(f"{shown} names no host", param_hint="--server")
     try:

@@ -337,8 +337,10 @@ def test_importing_nothing_through_a_server_still_refuses_a_bad_server_option(
     "server",
     ["http://ci:hunter2-s3cret@:8000", "http://ci:hunter2-s3cret@reports.example:80OO",
      "ftp://ci:hunter2-s3cret@reports.example", "http://ci:hunter2 s3cret@:8000",
-     "http://ci:hunter2\ts3cret@reports.example"],
-    ids=["no-host", "bad-port", "ftp", "blank-no-host", "tab-does-not-parse"],
+     "http://ci:hunter2\ts3cret@reports.example", "http://ci:hunter2/s3cret@reports.example",
+     "http://ci:hunter2#s3cret@reports.example", "http://ci:hunter2?s3cret@reports.example"],
+    ids=["no-host", "bad-port", "ftp", "blank-no-host", "tab-does-not-parse", "slash",
+         "hash", "question-mark"],
 )  # fmt: skip
 def test_a_refused_server_url_is_named_with_its_password_masked(server: str) -> None:
     """A ``--server`` refused (no host, a mistyped port, not http) is named in the error
@@ -348,5 +350,17 @@ def test_a_refused_server_url_is_named_with_its_password_masked(server: str) -> 
         env={"SRE_JUDGE_TOKEN": "tok-abc", "NO_COLOR": "1"},
     )  # fmt: skip
     assert done.returncode == 2, done.stderr
-    assert "--server" in done.stderr and "://***@" in done.stderr, done.stderr
+    assert "--server" in done.stderr and "ci:***@" in done.stderr, done.stderr
+    assert "s3cret" not in done.stderr and "hunter2" not in done.stderr, done.stderr
+
+
+def test_an_unreachable_server_is_named_with_its_whole_userinfo_masked() -> None:
+    """A server the command cannot reach is named with its URL's userinfo masked, a
+    password holding a blank too."""
+    done = cli_in_process(
+        "report", "pass-rates", "--server", "http://ci:hunter2 s3cret@127.0.0.1:9",
+        env={"SRE_JUDGE_TOKEN": "tok-abc", "NO_COLOR": "1"},
+    )  # fmt: skip
+    assert done.returncode == 2, done.stderr
+    assert "cannot reach http://ci:***@127.0.0.1:9" in done.stderr, done.stderr
     assert "s3cret" not in done.stderr, done.stderr
