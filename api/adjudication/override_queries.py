@@ -111,7 +111,12 @@ class OverrideQueries:
         # an answer or verdict on a grading a promote superseded would reach no verdict
         # in force: refused before a stale revision (the promote moved it) is reported
         amends = kind != "withdraw"
-        if view is None or self._db.postgres:
+        held: dict[str, GradingRecord] = {}
+        if kind == "withdraw" and self._db.postgres:
+            grading, held = self._locked_with_copies(
+                session, grading_id, expected_revision, withdraws
+            )
+        elif view is None or self._db.postgres:
             grading = self._locked_grading(session, grading_id, expected_revision, amends=amends)
         else:  # SQLite: the caller's write transaction has held the database since it began
             grading = self._checked_grading(session, view.grading, expected_revision, amends=amends)
@@ -136,7 +141,7 @@ class OverrideQueries:
         copy_gradings: dict[str, GradingRecord] = {}
         if record.kind == "withdraw":
             withdrawn = next(h for h in history if h.id == record.withdraws)
-            copies, copy_gradings = self._copies_locked(session, withdrawn)
+            copies, copy_gradings = self._copies_locked(session, withdrawn, held)
         self._append(session, grading, records, history, record, rubric=rubric, label=label)
         for copy in copies:
             self._withdraw_copy(session, copy_gradings[copy.grading_id], copy, record)
@@ -185,22 +190,54 @@ class OverrideQueries:
             rows=written,
         )
 
+    def _locked_with_copies(
+        self,
+        session: Session,
+        grading_id: str,
+        expected_revision: int | None,
+        withdraws: str | None,
+    ) -> tuple[GradingRecord, dict[str, GradingRecord]]:
+        """On PostgreSQL, for a withdrawal: the grading withdrawn on, row-locked and
+        checked as ``_locked_grading`` does, and the gradings the copies of the override
+        ``withdraws`` lay on when looked for without a lock, by id, row-locked with it in
+        one pass, oldest first (``GRADING_LOCK_ORDER``), as a regrade batch locks the
+        gradings its items follow and promote over
+        (``storage.regrade.lifecycle.lock_items``). The grading withdrawn on is not
+        always the oldest of them: a promote carries from the grading it replaces, which
+        can be newer than its item (made when its job was), and a batch whose item
+        follows the one and promotes over the other takes the older first, as this does.
+        ``_copies_locked`` then looks again under these locks."""
+        withdrawn = session.get(OverrideRecord, withdraws) if withdraws else None
+        copies: list[OverrideRecord] = []  # an unknown one is refused under the lock
+        if withdrawn is not None and withdrawn.grading_id == grading_id:
+            copies = copies_in_force(session, withdrawn)
+        order = self._oldest_first(session, {grading_id} | {c.grading_id for c in copies})
+        held: dict[str, GradingRecord] = {}
+        for held_id in order if grading_id in order else [grading_id]:  # else NotFound
+            expected = expected_revision if held_id == grading_id else None
+            held[held_id] = self._locked_grading(session, held_id, expected)
+        return held.pop(grading_id), held
+
     def _copies_locked(
-        self, session: Session, withdrawn: OverrideRecord
+        self, session: Session, withdrawn: OverrideRecord, held: dict[str, GradingRecord]
     ) -> tuple[list[OverrideRecord], dict[str, GradingRecord]]:
         """The copies of ``withdrawn`` still in force on later gradings, and those
         gradings by id, row-locked, before the first audit record (row locks come before
-        the audit chain's lock: ``storage.database``).
+        the audit chain's lock: ``storage.database``). ``held``: gradings of copies the
+        caller has row-locked already (``_locked_with_copies``), by id.
 
         On PostgreSQL the copies are found again once their gradings are locked, until
         no new grading turns up: a regrade completing meanwhile holds the grading it
         carries from locked while it copies a copy onward onto its own grading, and
         that new copy, committed when the lock is given, was not there to be found
         before. The gradings found in one round are locked oldest first
-        (``GRADING_LOCK_ORDER``), as a regrade batch locks the gradings its items follow
-        and promote over (``storage.regrade.lifecycle.lock_items``); the grading withdrawn
-        on, locked before them, is older than the gradings its copies were carried onto,
-        so a batch that locks it too takes it first as well.
+        (``GRADING_LOCK_ORDER``), after those held. What remains: a grading found in a
+        later round may be older than one held (its item was made when its job was,
+        before the grading it carried from), and a regrade batch that locked it and then
+        waits for a grading held here would deadlock with this withdrawal, which
+        PostgreSQL ends by aborting one of the two. That takes a regrade committing a new
+        copy between the first look and the locks, then another batch locking its
+        grading before this one does.
         A new copy only lies on a grading whose regrade has committed and given its
         row back; a later regrade carrying from that grading meanwhile is waited for,
         and the next round finds its copy. Locking every grading of the submission up
@@ -209,7 +246,7 @@ class OverrideQueries:
         waits for its row while holding the others takes them in the reverse of the
         promote's order (its item first), a deadlock. On SQLite the write transaction
         has held the database since it began: one look finds them all."""
-        locked: dict[str, GradingRecord] = {}
+        locked = dict(held)
         while True:
             copies = copies_in_force(session, withdrawn)
             new = self._oldest_first(session, {c.grading_id for c in copies} - locked.keys())

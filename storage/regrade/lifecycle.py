@@ -59,8 +59,8 @@ HELD_BACK_STATES = ("paused", "cancelled")
 #: the audit event of an item cancelled as it came back unfinished (``cancel_given_back``)
 ITEM_CANCELLED = "grading.cancelled"
 #: the order in which a transaction locks several graded gradings (a regrade batch those
-#: its items follow and promote over, a withdrawal those its copies lie on): oldest
-#: first, by creation time, which never changes (``lock_items``)
+#: its items follow and promote over, a withdrawal the grading withdrawn on and those
+#: its copies lie on): oldest first, by creation time, which never changes (``lock_items``)
 GRADING_LOCK_ORDER = (col(GradingRecord.created_at), col(GradingRecord.id))
 
 
@@ -207,11 +207,13 @@ def _lock_gradings(session: Session, gradings: Sequence[tuple[str, bool]]) -> No
     follows is the one another promotes over, and two batches that took them in two
     orders (the gradings they follow in one, those they promote over in another) could
     each hold a row the other waits for. Oldest first, as a withdrawal locks the grading
-    it withdraws on and then the later gradings its copies were carried onto
-    (``api.adjudication.override_queries``): a batch that follows the one and promotes
-    over another waits for the withdrawal at the first, holding neither. A grading both
-    followed and promoted over in one batch takes the stronger lock alone: holding the
-    weaker while asking for the stronger would queue behind a writer that came between.
+    it withdraws on together with the gradings its copies lie on
+    (``api.adjudication.override_queries``), whichever of them is older (a promote's
+    item, made when its job was, can be older than the grading it carries from): a
+    batch that follows one and promotes over another waits for the withdrawal at the
+    older, holding neither. A grading both followed and promoted over in one batch takes
+    the stronger lock alone: holding the weaker while asking for the stronger would
+    queue behind a writer that came between.
     """
     for written, run in groupby(gradings, key=itemgetter(1)):
         ids = [grading_id for grading_id, _ in run]

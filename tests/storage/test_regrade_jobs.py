@@ -852,13 +852,13 @@ async def test_a_withdrawal_racing_a_promote_over_a_grading_carrying_its_copy_wi
     item = {c.regrade_job_id: c.grading_id for c in claims}
     g1, g2 = item[a.id], item[b.id]
     assert g1 < g0 and await store.queue.complete(g1, "w", graded_result(ALL))
-    # the withdrawal held once it holds G0, before it locks the gradings of the copies
+    # the withdrawal held once it holds G0 and G1, before it looks for copies made meanwhile
     held = _Held()
     real = OverrideQueries._copies_locked
 
-    def hold_then_lock(self: OverrideQueries, session: Session, withdrawn: Any) -> Any:
+    def hold_then_lock(self: OverrideQueries, session: Session, *a: Any, **kw: Any) -> Any:
         held.hold()
-        return real(self, session, withdrawn)
+        return real(self, session, *a, **kw)
 
     monkeypatch.setattr(OverrideQueries, "_copies_locked", hold_then_lock)
     view = await store.gradings.get(g0)
@@ -946,6 +946,72 @@ async def test_a_withdrawal_racing_a_promote_over_the_copies_of_a_copy_withdraws
     for grading_id in (g1, g2, g3):
         assert await store.db.run_read(_in_force_on, grading_id) == {}, grading_id
     current = await store.gradings.get(g3)
+    assert current is not None and current.grading.is_current and current.grading.passed
+
+
+@pytest.mark.postgres
+async def test_a_withdrawal_racing_a_promote_over_an_older_grading_carrying_its_copy_withdraws_it(
+    store: Store, monkeypatch: pytest.MonkeyPatch, clock: Clock
+) -> None:
+    """Two ``promote`` jobs B and A were made over G0 in that order; A's item A1 was
+    stored first and made current, and Hana failed it; then a third one, C, was made
+    (its item C1 follows A1), and B's item B1 promoted over A1, carrying her verdict
+    onto B1, which is older than A1. Hana withdraws her verdict on A1 at the moment a worker
+    stores C1, a promote that follows A1 and replaces B1: both succeed (the withdrawal
+    locks B1 and A1 oldest first, as the worker does), and no copy of the verdict stays
+    in force."""
+    if not store.db.postgres:
+        pytest.skip("a race between PostgreSQL transactions")
+    await _graded_submissions(store, 1, ALL)
+    jobs = RegradeJobQueries(store.db)
+    b = (await jobs.create_job(RegradeFilter(), _target(mode="promote"), actor="admin")).job
+    clock.advance(1)
+    a = (await jobs.create_job(RegradeFilter(), _target(mode="promote"), actor="admin")).job
+    claims = await store.queue.claim_pending("w", limit=10, lease_seconds=600)
+    item = {c.regrade_job_id: c.grading_id for c in claims}
+    a1, b1 = item[a.id], item[b.id]
+    assert await store.queue.complete(a1, "w", graded_result(ALL))
+    view = await store.gradings.get(a1)
+    assert view is not None and view.grading.is_current
+    original, _ = await override(
+        store, a1, rubric=sregym_rubric(), expected_revision=view.grading.revision,
+        kind="verdict", reason="wrong fault", author_id="h1", author_name="Hana",
+        verdict="fail",
+    )  # fmt: skip
+    clock.advance(1)
+    c = (await jobs.create_job(RegradeFilter(), _target(mode="promote"), actor="admin")).job
+    assert await store.queue.complete(b1, "w", graded_result(ALL))  # carries from A1
+    [claim] = await store.queue.claim_pending("w", limit=10, lease_seconds=600)
+    assert claim.regrade_job_id == c.id
+    c1 = claim.grading_id
+    assert await store.db.run_read(_in_force_on, b1) != {}
+    # the withdrawal held once it holds B1 and A1, before it looks for copies made meanwhile
+    held = _Held()
+    real = OverrideQueries._copies_locked
+
+    def hold_then_lock(self: OverrideQueries, session: Session, *a: Any, **kw: Any) -> Any:
+        held.hold()
+        return real(self, session, *a, **kw)
+
+    monkeypatch.setattr(OverrideQueries, "_copies_locked", hold_then_lock)
+    view = await store.gradings.get(a1)
+    assert view is not None
+    withdrawal = asyncio.create_task(
+        override(store, a1, rubric=sregym_rubric(), expected_revision=view.grading.revision,
+            kind="withdraw", reason="I was wrong", author_id="h1", author_name="Hana",
+            withdraws=original.id,
+        )
+    )  # fmt: skip
+    assert await asyncio.to_thread(held.arrived.wait, 10)
+    worker = asyncio.create_task(store.queue.complete(c1, "w", graded_result(ALL)))
+    await asyncio.to_thread(wait_for_lock_waiter, store, worker.done)
+    held.go.set()
+    results = await asyncio.gather(withdrawal, worker, return_exceptions=True)
+    assert not _failed(results, ["the withdrawal", "the worker"])
+    assert results[1] is True
+    for grading_id in (b1, c1):
+        assert await store.db.run_read(_in_force_on, grading_id) == {}, grading_id
+    current = await store.gradings.get(c1)
     assert current is not None and current.grading.is_current and current.grading.passed
 
 
