@@ -14,7 +14,7 @@ import re
 
 from judge.spec import BACKEND_NAMES
 
-__all__ = ["MASK", "mask_passwords", "mask_query"]
+__all__ = ["MASK", "mask_passwords", "mask_query", "mask_url"]
 
 #: what a masked secret reads as
 MASK = "***"
@@ -87,3 +87,25 @@ def mask_passwords(text: str) -> str:
     prints every setting; the webhooks list, a grading's history and the audit log show
     a receiver's URL or a judge's base URL."""
     return mask_query(_URL_CREDENTIALS.sub(_mask_userinfo, text))
+
+
+#: the userinfo of one URL given alone, whatever it holds (a password may hold a blank,
+#: a ``/``, a ``#`` or a ``?``, and a refused URL may not parse): from the scheme to the
+#: last ``@``
+_WHOLE_USERINFO = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*://)(.*)@", re.DOTALL)
+#: a user name shown beside a masked password: the characters a URL's user may hold
+_USER = re.compile(r"[A-Za-z0-9._~%!$&'()*+,;=-]+")
+
+
+def mask_url(url: str) -> str:
+    """One URL given alone (a command's ``--server``), as messages show it: its password
+    masked whatever it holds (``user:***``; a user that comes alone, a token, masked
+    whole), and every credential its query carries. :func:`mask_passwords` finds URLs in
+    a text, so a password holding a blank ends its URL there; given one URL, everything
+    up to its last ``@`` is its userinfo."""
+    found = _WHOLE_USERINFO.match(url)
+    if found is None:
+        return mask_passwords(url)
+    user, password, _ = found.group(2).partition(":")
+    masked = f"{user}:{MASK}" if password and _USER.fullmatch(user) else MASK
+    return mask_passwords(f"{found.group(1)}{masked}@{url[found.end() :]}")

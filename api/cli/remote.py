@@ -14,7 +14,6 @@ line.
 from __future__ import annotations
 
 import itertools
-import re
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from datetime import datetime
@@ -24,6 +23,7 @@ import click
 
 from api.cli.edge import CommandError, CommandFailed
 from api.service.settings import mask_passwords
+from judge.masking import mask_url
 
 if TYPE_CHECKING:
     import httpx
@@ -101,7 +101,7 @@ class Remote:
     def __init__(self, http: httpx.Client, url: str) -> None:
         self._http = http
         #: the server as messages name it: a password in its URL masked
-        self.url = shown_server(url)
+        self.url = mask_url(url)
 
     def _unreachable(self, exc: Exception) -> CommandError:
         """The usage error of a request that got no answer (the token, being one a header
@@ -169,27 +169,6 @@ class Remote:
         return self.send("POST", path, json=body).json()
 
 
-#: the userinfo of a URL as given, whatever it holds (a password may hold a blank, a
-#: ``/`` or a ``#``, and a refused URL may not parse): from the scheme to the last ``@``
-_USERINFO = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*://)(.*)@", re.DOTALL)
-
-
-#: a user name shown beside a masked password: the characters a URL's user may hold
-_USER = re.compile(r"[A-Za-z0-9._~%!$&'()*+,;=-]+")
-
-
-def shown_server(url: str) -> str:
-    """``url`` as messages show it: its password masked whatever it holds (``user:***``;
-    a user that comes alone, a token, masked whole), and every credential its query
-    carries (:func:`mask_passwords`)."""
-    found = _USERINFO.match(url)
-    if found is None:
-        return mask_passwords(url)
-    user, password, _ = found.group(2).partition(":")
-    masked = f"{user}:***" if password and _USER.fullmatch(user) else "***"
-    return mask_passwords(f"{found.group(1)}{masked}@{url[found.end() :]}")
-
-
 def server_and_token(url: str) -> tuple[str, str]:
     """The base URL of ``--server url`` and the token of ``SRE_JUDGE_TOKEN``, read as the
     client package reads it (:func:`sre_judge_client._core.resolve`); a usage error (exit
@@ -199,7 +178,7 @@ def server_and_token(url: str) -> tuple[str, str]:
     import httpx
     from sre_judge_client._core import resolve
 
-    shown = repr(shown_server(url))  # a password in the URL is never printed
+    shown = repr(mask_url(url))  # a password in the URL is never printed
     if not url.lower().startswith(("http://", "https://")):  # a scheme has no case
         raise click.BadParameter(f"{shown}: expected an http(s) URL", param_hint="--server")
     try:

@@ -59,7 +59,7 @@ from api.imports.rows import (
     sregym_key,
     sregym_submission,
 )
-from api.imports.sregym import AGENT_COLUMNS, SregymAttempt, kept_cells
+from api.imports.sregym import AGENT_COLUMNS, DIAGNOSIS_COLUMN, SregymAttempt, kept_cells
 from judge.families import shared_family
 from judge.rubric import Rubric
 from judge.secrets import REDACTION_MARKER
@@ -86,8 +86,6 @@ __all__ = [
 SREGYM_SUBMITTER = "import:sregym"
 JSONL_SUBMITTER = "import:jsonl"
 
-#: the column of an SREGym row that holds the attempt's diagnosis
-_DIAGNOSIS = "Diagnosis.submission"
 #: the prefix of the columns SREGym writes of its judge's result (each key of the
 #: oracle's dictionary: the verdict columns, and those a drop-in oracle adds, such as
 #: ``scenario_version`` or ``error``), the agent's own aside (``AGENT_COLUMNS``: its
@@ -381,7 +379,7 @@ class ImportQueries:
         gives none, and only the row's cells are compared (:func:`_kept_difference`: the
         verdict columns an export rewrote aside)."""
         if known.diagnosis != new.diagnosis:
-            return _DIAGNOSIS
+            return DIAGNOSIS_COLUMN
         if truth_given and known.ground_truth_sha256 != new.ground_truth_sha256:
             return "problem_id"  # the problem's ground truth is another
         o = SregymOriginalRowRecord
@@ -701,7 +699,7 @@ class ImportQueries:
             known is not None
             and differs is not None
             and attempt.attempt is None
-            and (differs == _DIAGNOSIS or self._another_row(session, known, attempt))
+            and (differs == DIAGNOSIS_COLUMN or self._another_row(session, known, attempt))
         ):
             # a line another attempt of the problem was imported at (a filtered export,
             # then the whole file); the same cells with another verdict (SREGym's judge

@@ -70,6 +70,7 @@ from storage.storable import (
 
 __all__ = [
     "AGENT_COLUMNS",
+    "DIAGNOSIS_COLUMN",
     "AttemptOutcome",
     "SregymAnswer",
     "SregymAttempt",
@@ -103,14 +104,14 @@ _MAX_NAME = 200
 #: the columns a trace is read from, the first one filled
 _TRACE_COLUMNS = ("trace", "Diagnosis.trace")
 #: the column of the diagnosis
-_DIAGNOSIS = "Diagnosis.submission"
+DIAGNOSIS_COLUMN = "Diagnosis.submission"
 #: the columns of what the agent gave (its diagnosis, its trace), not of its judge's
 #: result, among those SREGym writes under ``Diagnosis.``
-AGENT_COLUMNS = (_DIAGNOSIS, *_TRACE_COLUMNS)
+AGENT_COLUMNS = (DIAGNOSIS_COLUMN, *_TRACE_COLUMNS)
 #: the columns whose cells may hold a credential: the diagnosis, SREGym's checklist and
 #: reasoning (which may quote it) and a trace; the diagnosis is read first
 _SECRET_COLUMNS = (
-    _DIAGNOSIS,
+    DIAGNOSIS_COLUMN,
     "Diagnosis.checklist",
     "Diagnosis.reasoning",
     *_TRACE_COLUMNS,
@@ -416,7 +417,7 @@ def _kept_cells(
         if text := cells.get(column):
             redacted = redact(text, known=sweep)
             cells[column] = redacted.text
-            if column == _DIAGNOSIS:
+            if column == DIAGNOSIS_COLUMN:
                 found = redacted.values_in(text).items()
                 shown = {value: kind for value, kind in found if value not in known}
                 sweep = KnownValues({**known, **shown}) if shown else sweep
@@ -578,11 +579,11 @@ def _attempt(
     relative_path(path)  # kept for the export, which writes the file back there
     _check_names(problem_id, run, agent)
     _check_figures(row)
-    diagnosis = _submitted(row.get("Diagnosis.submission"))
+    diagnosis = _submitted(row.get(DIAGNOSIS_COLUMN))
     try:
-        check_text(diagnosis, field="Diagnosis.submission", max_bytes=max_bytes)
+        check_text(diagnosis, field=DIAGNOSIS_COLUMN, max_bytes=max_bytes)
     except InputError as exc:
-        raise _Refused("Diagnosis.submission", str(exc)) from None
+        raise _Refused(DIAGNOSIS_COLUMN, str(exc)) from None
     traced = _trace(row, max_bytes=max_bytes)
     secrets = {} if traced is None else traced[2]
     # the row as kept for export holds no credential in clear either, nor does the
@@ -614,7 +615,7 @@ def _attempt(
         agent=agent,
         problem_id=problem_id,
         attempt=_integer(row.get("attempt")),
-        diagnosis=diagnosis if outcome == "diagnosed" else (row.get("Diagnosis.submission") or ""),
+        diagnosis=diagnosis if outcome == "diagnosed" else (row.get(DIAGNOSIS_COLUMN) or ""),
         outcome=outcome,
         original=original,
         answers=answers,
